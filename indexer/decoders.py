@@ -1,0 +1,129 @@
+"""Built-in decoders that turn a raw field value into words (``{field_decoded}`` in KB texts).
+
+Curated ``values:`` tables cover codes with fixed meanings; these functions cover values that
+must be computed (a CPU mask, a PCI bus id, a byte count). Each returns ``(en, zh)`` and raises
+``ValueError`` on a value it cannot read, so the caller can fall back to the raw text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+Decoded = tuple[str, str]
+
+
+def _ranges(numbers: list[int]) -> str:
+    parts: list[str] = []
+    start = prev = None
+    for n in numbers:
+        if start is None:
+            start = prev = n
+        elif n == prev + 1:
+            prev = n
+        else:
+            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = n
+    if start is not None:
+        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ", ".join(parts)
+
+
+def cpumask(value: str) -> Decoded:
+    """NCCL prints cpusets as hex, most significant first, a comma every 32 CPUs."""
+    digits = value.replace(",", "").lower().removeprefix("0x")
+    if not digits or not re.fullmatch(r"[0-9a-f]+", digits):
+        raise ValueError(value)
+    mask = int(digits, 16)
+    cpus = [bit for bit in range(mask.bit_length()) if mask >> bit & 1]
+    if not cpus:
+        return ("no CPUs (empty mask)", "空掩码（没有任何 CPU）")
+    listed = _ranges(cpus)
+    return (f"CPUs {listed} ({len(cpus)} cores)", f"CPU {listed} 号核（共 {len(cpus)} 个）")
+
+
+def pci_busid(value: str) -> Decoded:
+    """NCCL's int64 bus id (printed with %lx) back to domain:bus:device.function."""
+    raw = value.lower().removeprefix("0x")
+    if not re.fullmatch(r"[0-9a-f]+", raw):
+        raise ValueError(value)
+    n = int(raw, 16)
+    text = f"{n >> 20:04x}:{(n & 0xFF000) >> 12:02x}:{(n & 0xFF0) >> 4:02x}.{n & 0xF:x}"
+    return (f"PCI {text}", f"PCI {text}")
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def byte_count(value: str) -> Decoded:
+    n = int(value.replace(",", ""))
+    text = _human_bytes(n)
+    return (text, text)
+
+
+def _human_seconds(seconds: float) -> tuple[str, str]:
+    if seconds < 1:
+        return (f"{seconds * 1000:.0f} ms", f"{seconds * 1000:.0f} 毫秒")
+    if seconds < 120:
+        return (f"{seconds:g} s", f"{seconds:g} 秒")
+    if seconds < 7200:
+        minutes = seconds / 60
+        return (f"{minutes:g} min", f"{minutes:g} 分钟")
+    hours = seconds / 3600
+    return (f"{hours:.3g} h", f"{hours:.3g} 小时")
+
+
+def duration_ms(value: str) -> Decoded:
+    return _human_seconds(float(value.replace(",", "")) / 1000)
+
+
+def duration_s(value: str) -> Decoded:
+    return _human_seconds(float(value.replace(",", "")))
+
+
+_TREE = re.compile(r"\[(\d+)\]\s*(-?\d+)/(-?\d+)/(-?\d+)->(-?\d+)->(-?\d+)")
+
+
+def nccl_trees(value: str) -> Decoded:
+    """``[c] d0/d1/d2->me->up`` per channel: children, this rank, parent; -1 means none."""
+    en: list[str] = []
+    zh: list[str] = []
+    for channel, d0, d1, d2, me, up in _TREE.findall(value):
+        children = [d for d in (d0, d1, d2) if d != "-1"]
+        kids = ", ".join(children) if children else "none"
+        kids_zh = "、".join(children) if children else "无"
+        if up == "-1":
+            en.append(f"channel {channel}: rank {me} is the root, children {kids}")
+            zh.append(f"通道 {channel}：rank {me} 是根，子节点 {kids_zh}")
+        else:
+            en.append(f"channel {channel}: rank {me} has parent {up}, children {kids}")
+            zh.append(f"通道 {channel}：rank {me} 的父节点是 {up}，子节点 {kids_zh}")
+    if not en:
+        raise ValueError(value)
+    return ("; ".join(en), "；".join(zh))
+
+
+def rank_list(value: str) -> Decoded:
+    ranks = value.split()
+    if not ranks or not all(r.lstrip("-").isdigit() for r in ranks):
+        raise ValueError(value)
+    return (
+        f"{len(ranks)} ranks shown, in ring order: {' -> '.join(ranks)}",
+        f"列出 {len(ranks)} 个 rank，按环顺序：{' -> '.join(ranks)}",
+    )
+
+
+DECODERS: dict[str, Callable[[str], Decoded]] = {
+    "cpumask": cpumask,
+    "pci_busid": pci_busid,
+    "bytes": byte_count,
+    "duration_ms": duration_ms,
+    "duration_s": duration_s,
+    "nccl_trees": nccl_trees,
+    "rank_list": rank_list,
+}

@@ -1,0 +1,186 @@
+"""``explainlog kb check``: every rule the KB must obey, one small function per rule.
+
+Each check yields ``Finding``s naming file, line and entry, so a curator can fix all problems
+in one pass. Checks that need compiled patterns only run on entries whose regex compiled.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from indexer.decoders import DECODERS
+from indexer.kb_loader import Finding, KnowledgeBase, LoadedEntry, load_kb
+from indexer.normalize import normalize_line
+from indexer.patterns import PatternSet, compile_pattern
+from indexer.schema import Severity
+from indexer.texts import available_placeholders, placeholders
+
+
+@dataclass
+class CheckContext:
+    kb: KnowledgeBase
+    compiled: list[LoadedEntry]  # entries whose pattern compiles, in KB order
+    patterns: PatternSet
+
+
+def _finding(loaded: LoadedEntry, check: str, message: str, *path: object) -> Finding:
+    return Finding(loaded.file, loaded.line_of(*path), loaded.entry.id, check, message)
+
+
+def check_unique_ids(ctx: CheckContext) -> Iterator[Finding]:
+    seen: dict[str, LoadedEntry] = {}
+    for loaded in ctx.kb.entries:
+        first = seen.setdefault(loaded.entry.id, loaded)
+        if first is not loaded:
+            yield _finding(
+                loaded, "duplicate-id", f"id already used at {first.file}:{first.line}", "id"
+            )
+
+
+def check_regex_compiles(ctx: CheckContext) -> Iterator[Finding]:
+    for loaded in ctx.kb.entries:
+        try:
+            compile_pattern(loaded.entry.pattern)
+        except Exception as exc:
+            detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+            yield _finding(
+                loaded,
+                "regex",
+                f"pattern does not compile under RE2 (linear-time engine; no backreferences or "
+                f"lookaround): {detail}",
+                "pattern",
+            )
+
+
+def check_fields_documented(ctx: CheckContext) -> Iterator[Finding]:
+    for index, loaded in enumerate(ctx.compiled):
+        groups = ctx.patterns.group_names(index)
+        for name in sorted(groups - set(loaded.entry.fields)):
+            yield _finding(loaded, "fields", f"named group '{name}' has no entry under fields", "pattern")
+        for name in sorted(set(loaded.entry.fields) - groups):
+            yield _finding(loaded, "fields", f"field '{name}' is not a named group of the pattern", "fields", name)
+        for name, spec in loaded.entry.fields.items():
+            if spec.decode and spec.decode not in DECODERS:
+                yield _finding(
+                    loaded,
+                    "fields",
+                    f"field '{name}' uses unknown decoder '{spec.decode}' (known: {', '.join(sorted(DECODERS))})",
+                    "fields", name, "decode",
+                )
+
+
+def check_placeholders(ctx: CheckContext) -> Iterator[Finding]:
+    for index, loaded in enumerate(ctx.compiled):
+        allowed = available_placeholders(loaded.entry, ctx.patterns.group_names(index))
+        for key in ("title", "explanation", "action"):
+            text = getattr(loaded.entry, key)
+            if text is None:
+                continue
+            for lang in ("en", "zh"):
+                for name in sorted(placeholders(getattr(text, lang)) - allowed):
+                    yield _finding(
+                        loaded, "placeholder", f"{key}.{lang} uses {{{name}}} but there is no such group", key, lang
+                    )
+
+
+def check_action_for_problems(ctx: CheckContext) -> Iterator[Finding]:
+    for loaded in ctx.kb.entries:
+        if loaded.entry.severity != Severity.info and loaded.entry.action is None:
+            yield _finding(
+                loaded, "action", f"severity {loaded.entry.severity.value} needs an action (what to do next)", "severity"
+            )
+
+
+def check_examples(ctx: CheckContext) -> Iterator[Finding]:
+    for index, loaded in enumerate(ctx.compiled):
+        entry = loaded.entry
+        for n, example in enumerate(entry.examples):
+            message = normalize_line(example.line).message
+            hits = ctx.patterns.matching(message)
+            where = ("examples", n)
+            if index not in hits:
+                yield _finding(loaded, "example", f"example does not match its own pattern: {message[:120]!r}", *where)
+                continue
+            winner = hits[0]
+            rivals = [
+                ctx.compiled[h].entry.id
+                for h in hits
+                if h != index and ctx.compiled[h].entry.priority >= entry.priority
+            ]
+            if winner != index:
+                yield _finding(
+                    loaded, "example", f"example is answered by '{ctx.compiled[winner].entry.id}' (higher priority)", *where
+                )
+            elif rivals:
+                yield _finding(
+                    loaded,
+                    "example",
+                    f"example also matches {', '.join(rivals)} with equal priority; make the patterns "
+                    f"disjoint or set priority",
+                    *where,
+                )
+            got = ctx.patterns.groups(index, message)
+            for name, expected in example.fields.items():
+                if got.get(name) != expected:
+                    yield _finding(
+                        loaded, "example", f"field '{name}' is {got.get(name)!r}, example expects {expected!r}", *where
+                    )
+
+
+def check_negatives(ctx: CheckContext) -> Iterator[Finding]:
+    for index, loaded in enumerate(ctx.compiled):
+        examples = {e.line for e in loaded.entry.examples}
+        for n, negative in enumerate(loaded.entry.negatives):
+            if negative in examples:
+                yield _finding(loaded, "negative", "negative is also listed as an example", "negatives", n)
+            elif index in ctx.patterns.matching(normalize_line(negative).message):
+                yield _finding(loaded, "negative", f"negative matches the pattern: {negative[:120]!r}", "negatives", n)
+
+
+CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
+    check_unique_ids,
+    check_regex_compiles,
+    check_fields_documented,
+    check_placeholders,
+    check_action_for_problems,
+    check_examples,
+    check_negatives,
+]
+
+
+def compilable(kb: KnowledgeBase) -> list[LoadedEntry]:
+    out = []
+    for loaded in kb.entries:
+        try:
+            compile_pattern(loaded.entry.pattern)
+        except Exception:
+            continue
+        out.append(loaded)
+    return out
+
+
+def run_checks(kb_dir: Path) -> tuple[KnowledgeBase, list[Finding]]:
+    """Load the KB and run every check; schema and YAML problems come first."""
+    kb = load_kb(kb_dir)
+    compiled = compilable(kb)
+    ctx = CheckContext(kb=kb, compiled=compiled, patterns=PatternSet([l.entry for l in compiled]))
+    findings = list(kb.findings)
+    for check in CHECKS:
+        findings.extend(check(ctx))
+    return kb, findings
+
+
+def summarize(kb: KnowledgeBase, findings: list[Finding]) -> str:
+    by_check: dict[str, int] = defaultdict(int)
+    for finding in findings:
+        by_check[finding.check] += 1
+    n_examples = sum(len(l.entry.examples) for l in kb.entries)
+    n_neg = sum(len(l.entry.negatives) for l in kb.entries)
+    head = f"{len(kb.entries)} entries in {len(kb.files)} files, {n_examples} examples, {n_neg} negatives"
+    if not findings:
+        return f"kb check: OK: {head}"
+    detail = ", ".join(f"{k}: {v}" for k, v in sorted(by_check.items()))
+    return f"kb check: {len(findings)} problem(s) ({detail}); {head}"

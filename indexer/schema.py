@@ -1,0 +1,153 @@
+"""The knowledge-base entry schema: the one place that says what a KB entry is.
+
+Curators read ``docs/kb-format.md``; ``explainlog kb check`` enforces this model. Keeping the
+schema a pydantic model (rather than ad-hoc dict checks) gives every validation error a path
+that the checker can turn back into a file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Annotated, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+ID_RE = r"^[a-z0-9]+(?:[._][a-z0-9]+)*$"
+ID_PATTERN = re.compile(ID_RE)
+SOURCE_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+ \S.*$|^(?:docs|man|kernel|vendor): \S.*$")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+class Component(str, Enum):
+    """The software that *emits* a line (not the one that caused it)."""
+
+    nccl = "nccl"
+    rccl = "rccl"
+    torch_distributed = "torch_distributed"
+    torch_elastic = "torch_elastic"
+    deepspeed = "deepspeed"
+    megatron = "megatron"
+    transformers = "transformers"
+    accelerate = "accelerate"
+    mmengine = "mmengine"
+    xtuner = "xtuner"
+    cuda = "cuda"
+    rocm = "rocm"
+    infiniband = "infiniband"
+    slurm = "slurm"
+    python = "python"
+    other = "other"
+
+
+class Severity(str, Enum):
+    info = "info"
+    warning = "warning"
+    error = "error"
+    fatal = "fatal"
+
+
+SEVERITY_RANK = {Severity.info: 0, Severity.warning: 1, Severity.error: 2, Severity.fatal: 3}
+
+
+class Role(str, Enum):
+    """How a line relates to a failure; lets a reader skip wrappers and find the root cause."""
+
+    context = "context"
+    progress = "progress"
+    advice = "advice"
+    root_cause = "root_cause"
+    cascade = "cascade"
+    wrapper = "wrapper"
+
+
+NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class Bilingual(BaseModel):
+    """A text written twice by a curator, once for each audience; never machine-translated."""
+
+    model_config = ConfigDict(extra="forbid")
+    en: NonEmpty
+    zh: NonEmpty
+
+    @field_validator("zh")
+    @classmethod
+    def zh_is_chinese(cls, value: str) -> str:
+        if not CJK.search(value):
+            raise ValueError("zh text contains no Chinese characters")
+        return value
+
+
+class FieldSpec(Bilingual):
+    """Meaning of one named regex group, plus optional decoding of its value.
+
+    ``decode`` names a built-in decoder (see ``indexer.decoders``); ``values`` maps raw values
+    to curated text (error codes, signal numbers, variable names); ``default`` is used for a
+    value missing from ``values``. Either makes ``{name_decoded}`` available to the texts.
+    """
+
+    decode: Optional[str] = None
+    values: Optional[dict[str, Bilingual]] = None
+    default: Optional[Bilingual] = None
+
+
+class Example(BaseModel):
+    """A real line with its prefix, optionally with the field values it must yield."""
+
+    model_config = ConfigDict(extra="forbid")
+    line: NonEmpty
+    fields: dict[str, str] = Field(default_factory=dict)
+    note: Optional[str] = None
+
+
+class PatternEntry(BaseModel):
+    """One log message format and its curated, bilingual explanation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[str, StringConstraints(pattern=ID_RE, max_length=120)]
+    title: Bilingual
+    component: Component
+    severity: Severity
+    role: Role
+    pattern: NonEmpty
+    priority: int = 0
+    fields: dict[str, FieldSpec] = Field(default_factory=dict)
+    explanation: Bilingual
+    action: Optional[Bilingual] = None
+    examples: list[Example] = Field(min_length=1)
+    negatives: list[NonEmpty] = Field(default_factory=list)
+    source: NonEmpty
+    references: list[NonEmpty] = Field(default_factory=list)
+    versions: Optional[str] = None
+
+    @field_validator("examples", mode="before")
+    @classmethod
+    def examples_may_be_plain_strings(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [{"line": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("source")
+    @classmethod
+    def source_names_repo_and_file(cls, value: str) -> str:
+        if not SOURCE_PATTERN.match(value):
+            raise ValueError(
+                "source must be 'owner/repo path/to/file' (e.g. 'NVIDIA/nccl src/init.cc') "
+                "or 'docs: <document>' / 'kernel: <driver>' / 'vendor: <tool>'"
+            )
+        return value
+
+    @field_validator("references")
+    @classmethod
+    def references_are_urls(cls, value: list[str]) -> list[str]:
+        for url in value:
+            if not url.startswith(("https://", "http://")):
+                raise ValueError(f"reference is not a URL: {url!r}")
+        return value
+
+
+def json_schema() -> dict:
+    """JSON Schema of one entry, for editors and for docs/kb-format.md."""
+    return PatternEntry.model_json_schema()

@@ -1,0 +1,69 @@
+"""Fill ``{field}`` placeholders in curated texts with matched and decoded values.
+
+Only ``{identifier}`` is a placeholder; any other brace is literal text. ``{name_decoded}`` is
+the bilingual decoding of group ``name`` (a built-in decoder or a curated ``values`` table).
+"""
+
+from __future__ import annotations
+
+import re
+
+from indexer.decoders import DECODERS
+from indexer.schema import Bilingual, FieldSpec, PatternEntry
+
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+DECODED_SUFFIX = "_decoded"
+
+
+def placeholders(text: str) -> set[str]:
+    return set(PLACEHOLDER.findall(text))
+
+
+def available_placeholders(entry: PatternEntry, group_names: set[str]) -> set[str]:
+    names = set(group_names)
+    for name, spec in entry.fields.items():
+        if spec.decode or spec.values:
+            names.add(name + DECODED_SUFFIX)
+    return names
+
+
+def decode_value(spec: FieldSpec, value: str) -> tuple[str, str] | None:
+    """The curated meaning of ``value``: a ``values`` table entry first, then the decoder."""
+    if spec.values is not None:
+        hit = spec.values.get(value)
+        if hit is None and spec.default is not None:
+            hit = spec.default
+        if hit is not None:
+            return (hit.en, hit.zh)
+    if spec.decode:
+        try:
+            return DECODERS[spec.decode](value)
+        except (ValueError, KeyError, ArithmeticError):
+            return None
+    return None
+
+
+def field_values(entry: PatternEntry, fields: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Every placeholder value in both languages (raw values read the same in both)."""
+    values: dict[str, tuple[str, str]] = {name: (value, value) for name, value in fields.items()}
+    for name, spec in entry.fields.items():
+        if name in fields:
+            decoded = decode_value(spec, fields[name])
+            values[name + DECODED_SUFFIX] = decoded or (fields[name], fields[name])
+    return values
+
+
+def fill(text: str, values: dict[str, tuple[str, str]], lang: int) -> str:
+    """Substitute placeholders; ``lang`` is 0 for en, 1 for zh. Unknown names stay visible."""
+
+    def substitute(match: re.Match[str]) -> str:
+        hit = values.get(match.group(1))
+        return hit[lang] if hit is not None else "?"
+
+    return PLACEHOLDER.sub(substitute, text)
+
+
+def fill_bilingual(text: Bilingual | None, values: dict[str, tuple[str, str]]) -> dict[str, str] | None:
+    if text is None:
+        return None
+    return {"en": fill(text.en, values, 0), "zh": fill(text.zh, values, 1)}
