@@ -55,6 +55,15 @@ def check_regex_compiles(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
+def check_context_regexes(ctx: CheckContext) -> Iterator[Finding]:
+    for loaded in ctx.kb.entries:
+        for key, rx in loaded.entry.context.items():
+            try:
+                compile_pattern(rx)
+            except Exception as exc:
+                yield _finding(loaded, "regex", f"context.{key} does not compile under RE2: {exc}", "context", key)
+
+
 def check_fields_documented(ctx: CheckContext) -> Iterator[Finding]:
     for index, loaded in enumerate(ctx.compiled):
         groups = ctx.patterns.group_names(index)
@@ -98,8 +107,9 @@ def check_examples(ctx: CheckContext) -> Iterator[Finding]:
     for index, loaded in enumerate(ctx.compiled):
         entry = loaded.entry
         for n, example in enumerate(entry.examples):
-            message = normalize_line(example.line).message
-            hits = ctx.patterns.matching(message)
+            normalized = normalize_line(example.line)
+            message = normalized.message
+            hits = ctx.patterns.matching(message, normalized.context)
             where = ("examples", n)
             if index not in hits:
                 yield _finding(loaded, "example", f"example does not match its own pattern: {message[:120]!r}", *where)
@@ -130,19 +140,25 @@ def check_examples(ctx: CheckContext) -> Iterator[Finding]:
                     )
 
 
+def _message_and_context(line: str) -> tuple[str, dict[str, str]]:
+    normalized = normalize_line(line)
+    return normalized.message, normalized.context
+
+
 def check_negatives(ctx: CheckContext) -> Iterator[Finding]:
     for index, loaded in enumerate(ctx.compiled):
         examples = {e.line for e in loaded.entry.examples}
         for n, negative in enumerate(loaded.entry.negatives):
             if negative in examples:
                 yield _finding(loaded, "negative", "negative is also listed as an example", "negatives", n)
-            elif index in ctx.patterns.matching(normalize_line(negative).message):
+            elif index in ctx.patterns.matching(*_message_and_context(negative)):
                 yield _finding(loaded, "negative", f"negative matches the pattern: {negative[:120]!r}", "negatives", n)
 
 
 CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_unique_ids,
     check_regex_compiles,
+    check_context_regexes,
     check_fields_documented,
     check_placeholders,
     check_action_for_problems,
@@ -156,6 +172,8 @@ def compilable(kb: KnowledgeBase) -> list[LoadedEntry]:
     for loaded in kb.entries:
         try:
             compile_pattern(loaded.entry.pattern)
+            for rx in loaded.entry.context.values():
+                compile_pattern(rx)
         except Exception:
             continue
         out.append(loaded)

@@ -42,6 +42,7 @@ class PatternSet:
     def __init__(self, entries: Sequence[PatternEntry]) -> None:
         self.entries = list(entries)
         self._compiled = []
+        self._context_rules: dict[int, list[tuple[str, object]]] = {}
         self._set = re2.Set.SearchSet(_OPTIONS)
         for index, entry in enumerate(self.entries):
             try:
@@ -50,17 +51,34 @@ class PatternSet:
             except Exception as exc:  # re2.error and the Set's own ValueError
                 raise PatternCompileError(index, f"{entry.id}: {exc}") from exc
             assert added == index
+            if entry.context:
+                try:
+                    self._context_rules[index] = [
+                        (key, compile_pattern(rx)) for key, rx in entry.context.items()
+                    ]
+                except Exception as exc:
+                    raise PatternCompileError(index, f"{entry.id}: context: {exc}") from exc
         if self.entries:
             self._set.Compile()
         # Earlier entries win ties; kb check forbids ties that any example can hit.
         self._order = {i: (-e.priority, i) for i, e in enumerate(self.entries)}
 
-    def matching(self, message: str) -> list[int]:
-        """Indices of all entries whose pattern occurs in ``message``, best first."""
+    def matching(self, message: str, context: dict[str, str] | None = None) -> list[int]:
+        """Indices of all entries whose pattern occurs in ``message`` (and whose context
+        constraints, if any, hold for ``context``), best first."""
         if not self.entries:
             return []
         hits = self._set.Match(message)
+        if self._context_rules:
+            ctx = context or {}
+            hits = [h for h in hits if self._context_ok(h, ctx)]
         return sorted(hits, key=self._order.__getitem__)
+
+    def _context_ok(self, index: int, context: dict[str, str]) -> bool:
+        rules = self._context_rules.get(index)
+        if not rules:
+            return True
+        return all(key in context and rx.search(context[key]) for key, rx in rules)
 
     def groups(self, index: int, message: str) -> dict[str, str]:
         match = self._compiled[index].search(message)
@@ -71,8 +89,8 @@ class PatternSet:
     def group_names(self, index: int) -> set[str]:
         return set(self._compiled[index].groupindex)
 
-    def best(self, message: str) -> RegexHit | None:
-        hits = self.matching(message)
+    def best(self, message: str, context: dict[str, str] | None = None) -> RegexHit | None:
+        hits = self.matching(message, context)
         if not hits:
             return None
         return RegexHit(hits[0], self.groups(hits[0], message))

@@ -113,6 +113,10 @@ class PatternEntry(BaseModel):
     role: Role
     pattern: NonEmpty
     priority: int = 0
+    # Optional constraints on the parsed prefix (key -> RE2 regex searched in that value), for
+    # messages whose text is shared by several emitters (torchrun's and mmengine's
+    # OMP_NUM_THREADS warnings) or that mean different things at INFO and WARN level.
+    context: dict[str, NonEmpty] = Field(default_factory=dict)
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
     explanation: Bilingual
     action: Optional[Bilingual] = None
