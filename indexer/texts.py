@@ -54,11 +54,12 @@ def field_values(entry: PatternEntry, fields: dict[str, str]) -> dict[str, tuple
 
 
 def fill(text: str, values: dict[str, tuple[str, str]], lang: int) -> str:
-    """Substitute placeholders; ``lang`` is 0 for en, 1 for zh. Unknown names stay visible."""
+    """Substitute placeholders; ``lang`` is 0 for en, 1 for zh. A value the line did not supply
+    (an optional group, or a semantic-tier answer with no regex match) shows as ``<name>``."""
 
     def substitute(match: re.Match[str]) -> str:
         hit = values.get(match.group(1))
-        return hit[lang] if hit is not None else "?"
+        return hit[lang] if hit is not None else f"<{match.group(1)}>"
 
     return PLACEHOLDER.sub(substitute, text)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from indexer import paths
 
@@ -42,6 +43,122 @@ def _cmd_kb_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explainer(args: argparse.Namespace):
+    from service.explainer import Explainer
+
+    return Explainer(
+        kb_dir=args.kb, index_dir=args.index, model_path=args.model, index_policy=args.index_policy
+    )
+
+
+def _read_lines(sources: list[str]) -> Iterator[str]:
+    """Yield lines from files or stdin ('-') as text; bytes that are not UTF-8 become U+FFFD
+    rather than an error, so a line of binary junk still gets its answer."""
+    for source in sources:
+        stream = sys.stdin.buffer if source == "-" else open(source, "rb")
+        try:
+            for raw in stream:
+                yield raw.rstrip(b"\n").decode("utf-8", errors="replace")
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+
+
+def _batches(lines: Iterable[str], size: int = 512) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    import orjson
+
+    from service.render import render_answer
+
+    if args.lines and args.file:
+        print("explainlog explain: give LINE arguments or --file, not both", file=sys.stderr)
+        return 2
+    if args.file:
+        lines: Iterable[str] = _read_lines(args.file)
+    elif args.lines == ["-"] or (not args.lines and not sys.stdin.isatty()):
+        lines = _read_lines(["-"])
+    elif args.lines:
+        lines = args.lines
+    else:
+        print("explainlog explain: no input (give a LINE, --file FILE, or '-' for stdin)", file=sys.stderr)
+        return 2
+    explainer = _explainer(args)
+    langs = ("en", "zh") if args.lang == "both" else (args.lang,)
+    colour = sys.stdout.isatty() and not args.json
+    out = sys.stdout.buffer
+    for batch in _batches(lines):
+        for answer in explainer.explain_many(batch, semantic=not args.regex_only):
+            if args.json:
+                out.write(orjson.dumps(answer) + b"\n")
+            else:
+                out.write((render_answer(answer, langs, colour) + "\n\n").encode("utf-8"))
+        out.flush()
+    return 0
+
+
+def _cmd_index_build(args: argparse.Namespace) -> int:
+    from indexer.encoder import SentenceTransformerEncoder
+    from indexer.kb_loader import load_kb
+    from indexer.semantic_index import build_index
+
+    kb = load_kb(Path(args.kb))
+    if kb.findings:
+        print(f"index build: the KB has problems; run 'explainlog kb check' ({kb.findings[0]})", file=sys.stderr)
+        return 1
+    meta = build_index(kb, Path(args.kb), Path(args.index), SentenceTransformerEncoder(args.model))
+    report = meta["calibration"]["report"]
+    print(
+        f"index build: {meta['n_items']} vectors for {meta['n_entries']} entries, model {meta['model_name']}, "
+        f"{meta['built_seconds']} s -> {args.index}\n"
+        f"calibration: {report['method']}; fitted on {report['n']} held-out queries "
+        f"({report['n_positive']} right, {report['n_unrelated']} unrelated-software lines); "
+        f"weights {[round(w, 3) for w in meta['calibration']['weights']]}"
+    )
+    return 0
+
+
+def _cmd_index_status(args: argparse.Namespace) -> int:
+    from indexer.kb_loader import load_kb
+    from indexer.semantic_index import read_stamp, stamp_problem
+
+    kb = load_kb(Path(args.kb))
+    name = paths.model_name(args.model or paths.model_path())
+    problem = stamp_problem(read_stamp(Path(args.index)), kb.digest, name)
+    print(f"index {args.index}: {problem or 'up to date'}")
+    return 1 if problem else 0
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    import json
+
+    from service.evaluate import LabelledSetError, evaluate, load_labelled
+
+    try:
+        records = load_labelled([Path(p) for p in args.files])
+    except (OSError, LabelledSetError) as exc:
+        print(f"eval: {exc}", file=sys.stderr)
+        return 2
+    report = evaluate(_explainer(args), records)
+    if args.json:
+        print(json.dumps({k: v for k, v in report.__dict__.items() if k != "errors" or args.show_errors}, indent=2))
+    else:
+        print("\n".join(report.lines()))
+        if args.show_errors:
+            for error in report.errors:
+                print(f"  {error['where']}: expected {error['expected']}, got {error['got']} ({error['confidence']})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="explainlog",
@@ -50,7 +167,32 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--kb", default=str(paths.kb_dir()), help="knowledge base directory (env EXPLAINLOG_KB)")
+    parser.add_argument("--index", default=str(paths.index_dir()), help="semantic index directory (env EXPLAINLOG_INDEX)")
+    parser.add_argument("--model", default=None, help="local sentence-transformers model directory (env EXPLAINLOG_MODEL; default: bundled all-MiniLM-L6-v2)")
+    parser.add_argument(
+        "--index-policy", choices=("rebuild", "refuse"), default="rebuild",
+        help="what to do when the index is missing or built from another KB/model (default: rebuild)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
+
+    explain = sub.add_parser("explain", help="explain lines (arguments, --file, or '-' for stdin)")
+    explain.add_argument("lines", nargs="*", metavar="LINE", help="log lines; '-' reads stdin")
+    explain.add_argument("--file", "-f", action="append", help="read lines from a file (repeatable)")
+    explain.add_argument("--json", action="store_true", help="one JSON object per input line (JSONL), in order")
+    explain.add_argument("--lang", choices=("en", "zh", "both"), default="both", help="language of the readable output")
+    explain.add_argument("--regex-only", action="store_true", help="skip the semantic tier (no model load)")
+    explain.set_defaults(func=_cmd_explain)
+
+    index = sub.add_parser("index", help="semantic index tools")
+    index_sub = index.add_subparsers(dest="index_command", required=True)
+    index_sub.add_parser("build", help="embed the KB and fit confidence calibration").set_defaults(func=_cmd_index_build)
+    index_sub.add_parser("status", help="say whether the index matches the KB and model").set_defaults(func=_cmd_index_status)
+
+    ev = sub.add_parser("eval", help="score a labelled JSONL set: accuracy, abstention, calibration")
+    ev.add_argument("files", nargs="+", metavar="FILE.jsonl")
+    ev.add_argument("--json", action="store_true", help="machine-readable report")
+    ev.add_argument("--show-errors", action="store_true", help="list every wrong or missed line")
+    ev.set_defaults(func=_cmd_eval)
 
     kb = sub.add_parser("kb", help="knowledge base tools")
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
@@ -62,12 +204,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from indexer.kb_loader import KBLoadError
+
     try:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+    except (KBLoadError, ValueError, RuntimeError, OSError) as exc:
+        # Expected failures (bad KB, unusable index, unreadable file) get one clear line.
+        print(f"explainlog: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,219 @@
+"""The semantic index artifact: build it from the KB, write it atomically, load and verify it.
+
+The artifact is a directory of plain data — ``vectors.npy``, ``items.json``, ``meta.json`` —
+never a pickle; faiss structures are rebuilt from the vectors at load time (an exact
+inner-product index over a few thousand vectors costs milliseconds). ``meta.json`` carries the
+KB digest and model name: an index built from another KB or model is refused, never used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from indexer.calibration import Calibrator, features, fit_logistic
+from indexer.encoder import Encoder
+from indexer.kb_loader import KnowledgeBase
+from indexer.normalize import mask_message, normalize_line
+from indexer.patterns import PatternSet
+
+FORMAT_VERSION = 1
+NEIGHBOURS = 32
+CALIBRATION_DIR = "calibration"
+
+
+class IndexError_(RuntimeError):
+    """The index cannot be used: missing, corrupt, or built from another KB or model."""
+
+
+@dataclass(frozen=True)
+class IndexItem:
+    entry_id: str
+    kind: str  # "example" or "title"
+    text: str
+
+
+def embedding_text(line: str) -> str:
+    """What the semantic tier embeds for a line: its masked message, bounded in length."""
+    return mask_message(normalize_line(line).message[:2000])[:512]
+
+
+def index_items(kb: KnowledgeBase) -> list[IndexItem]:
+    seen: set[tuple[str, str]] = set()
+    items: list[IndexItem] = []
+    for loaded in kb.entries:
+        entry = loaded.entry
+        candidates = [("title", entry.title.en)] + [("example", embedding_text(e.line)) for e in entry.examples]
+        for kind, text in candidates:
+            if text and (entry.id, text) not in seen:
+                seen.add((entry.id, text))
+                items.append(IndexItem(entry.id, kind, text))
+    return items
+
+
+class SemanticIndex:
+    def __init__(self, meta: dict, items: list[IndexItem], vectors: np.ndarray) -> None:
+        import faiss  # local import: only the semantic tier needs it
+
+        self.meta = meta
+        self.items = items
+        self.vectors = vectors
+        self._faiss = faiss.IndexFlatIP(vectors.shape[1])
+        self._faiss.add(vectors)
+        self.calibrator = Calibrator.from_json(meta["calibration"])
+
+    def ranked_entries(
+        self, queries: np.ndarray, exclude_texts: Sequence[set[str]] | None = None, top: int = 3
+    ) -> list[list[tuple[str, float]]]:
+        """For each query vector, entries ranked by their best item's cosine similarity."""
+        k = min(NEIGHBOURS, len(self.items))
+        sims, idx = self._faiss.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+        out: list[list[tuple[str, float]]] = []
+        for row, (sim_row, idx_row) in enumerate(zip(sims, idx)):
+            excluded = exclude_texts[row] if exclude_texts else set()
+            best: dict[str, float] = {}
+            for sim, i in zip(sim_row, idx_row):
+                if i < 0:
+                    continue
+                item = self.items[i]
+                if item.text in excluded:
+                    continue
+                if item.entry_id not in best:
+                    best[item.entry_id] = float(sim)
+            ranked = sorted(best.items(), key=lambda kv: -kv[1])[:max(top, 2)]
+            out.append(ranked)
+        return out
+
+    @classmethod
+    def load(cls, index_dir: Path) -> "SemanticIndex":
+        index_dir = Path(index_dir)
+        try:
+            meta = json.loads((index_dir / "meta.json").read_text(encoding="utf-8"))
+            raw_items = json.loads((index_dir / "items.json").read_text(encoding="utf-8"))
+            vectors = np.load(index_dir / "vectors.npy", allow_pickle=False)
+        except FileNotFoundError as exc:
+            raise IndexError_(f"no index at {index_dir} (run 'explainlog index build')") from exc
+        except (ValueError, OSError) as exc:
+            raise IndexError_(f"index at {index_dir} is unreadable: {exc}") from exc
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise IndexError_(f"index at {index_dir} has format {meta.get('format_version')}, expected {FORMAT_VERSION}")
+        items = [IndexItem(**item) for item in raw_items]
+        if vectors.shape[0] != len(items):
+            raise IndexError_(f"index at {index_dir} is corrupt: {vectors.shape[0]} vectors for {len(items)} items")
+        return cls(meta, items, vectors)
+
+
+def read_stamp(index_dir: Path) -> dict | None:
+    try:
+        return json.loads((Path(index_dir) / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def stamp_problem(meta: dict | None, kb_digest: str, model_name: str) -> str | None:
+    """Why an index must not be used with this KB and model, or None if it matches."""
+    if meta is None:
+        return "no index has been built"
+    if meta.get("format_version") != FORMAT_VERSION:
+        return "index format is outdated"
+    if meta.get("kb_digest") != kb_digest:
+        return "the knowledge base changed since the index was built"
+    if meta.get("model_name") != model_name:
+        return f"index was built with model {meta.get('model_name')!r}, not {model_name!r}"
+    return None
+
+
+def _calibration_lines(kb_dir: Path) -> list[str]:
+    """Curated lines from unrelated software: the semantic tier must not claim them."""
+    lines: list[str] = []
+    for path in sorted((kb_dir / CALIBRATION_DIR).glob("*.txt")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip() and not line.startswith("#"):
+                lines.append(line)
+    return lines
+
+
+def _fit_calibration(
+    kb: KnowledgeBase, kb_dir: Path, encoder: Encoder, index: SemanticIndex
+) -> tuple[Calibrator, dict]:
+    patterns = PatternSet([l.entry for l in kb.entries])
+    queries: list[str] = []
+    truths: list[str | None] = []
+    for loaded in kb.entries:
+        for example in loaded.entry.examples:
+            queries.append(embedding_text(example.line))
+            truths.append(loaded.entry.id)
+        for negative in loaded.entry.negatives:
+            normalized = normalize_line(negative)
+            hit = patterns.best(normalized.message, normalized.context)
+            queries.append(embedding_text(negative))
+            truths.append(patterns.entries[hit.index].id if hit else None)
+    unrelated = _calibration_lines(kb_dir)
+    queries += [embedding_text(line) for line in unrelated]
+    truths += [None] * len(unrelated)
+    vectors = encoder.encode(queries)
+    # Leave-one-out: a query never sees its own text, as a new line would not.
+    ranked = index.ranked_entries(vectors, exclude_texts=[{q} for q in queries])
+    x = np.array([features([s for _, s in r]) for r in ranked])
+    y = np.array([1.0 if r and r[0][0] == t else 0.0 for r, t in zip(ranked, truths)])
+    weights = fit_logistic(x, y)
+    report = {
+        "method": "logistic regression on [1, top similarity, margin], IRLS, L2=0.01",
+        "fitted_on": "leave-one-out KB examples, KB negatives, kb/calibration/*.txt unrelated lines",
+        "n": int(len(y)),
+        "n_positive": int(y.sum()),
+        "n_unrelated": len(unrelated),
+    }
+    return Calibrator(weights=tuple(float(w) for w in weights)), report
+
+
+def build_index(kb: KnowledgeBase, kb_dir: Path, index_dir: Path, encoder: Encoder) -> dict:
+    """Embed the KB, fit calibration, and atomically replace ``index_dir``."""
+    started = time.time()
+    items = index_items(kb)
+    vectors = encoder.encode([item.text for item in items])
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "kb_digest": kb.digest,
+        "model_name": encoder.name,
+        "dim": int(vectors.shape[1]),
+        "n_items": len(items),
+        "n_entries": len(kb.entries),
+        "calibration": Calibrator(weights=(0.0, 0.0, 0.0)).to_json(),
+    }
+    provisional = SemanticIndex(meta, items, vectors)
+    calibrator, report = _fit_calibration(kb, Path(kb_dir), encoder, provisional)
+    meta["calibration"] = calibrator.to_json() | {"report": report}
+    meta["built_seconds"] = round(time.time() - started, 2)
+    _write_atomically(Path(index_dir), meta, items, vectors)
+    return meta
+
+
+def _write_atomically(index_dir: Path, meta: dict, items: Iterable[IndexItem], vectors: np.ndarray) -> None:
+    index_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".index-", dir=index_dir.parent))
+    try:
+        np.save(staging / "vectors.npy", vectors, allow_pickle=False)
+        (staging / "items.json").write_text(
+            json.dumps([asdict(i) for i in items], ensure_ascii=False), encoding="utf-8"
+        )
+        # meta.json last: a directory with meta.json is complete.
+        (staging / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+        if index_dir.exists():
+            retired = Path(tempfile.mkdtemp(prefix=".old-index-", dir=index_dir.parent))
+            os.replace(index_dir, retired / "index")
+            os.replace(staging, index_dir)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.replace(staging, index_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

@@ -1,0 +1,111 @@
+"""``explainlog eval``: score the explainer on a labelled set of real lines.
+
+Each JSONL record is ``{"line": ..., "expected": "<entry id>" | null}``. Reported:
+- top-1 accuracy over lines that have an expected entry (answered, and with that entry);
+- abstention precision/recall, where abstaining means ``known: false`` and the lines that
+  *should* be abstained on are those with ``expected: null``;
+- expected calibration error of the confidence as P(top candidate is right), 10 bins;
+- how many expected-unknown lines were nevertheless answered (confident false matches).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from indexer.calibration import expected_calibration_error
+
+
+@dataclass
+class LabelledLine:
+    line: str
+    expected: str | None
+    where: str
+
+
+@dataclass
+class EvalReport:
+    n: int
+    n_expected_known: int
+    n_expected_unknown: int
+    top1_accuracy: float
+    abstention_precision: float
+    abstention_recall: float
+    ece: float
+    false_matches: int
+    by_tier: dict[str, int]
+    errors: list[dict] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [
+            f"lines: {self.n} ({self.n_expected_known} with an expected entry, {self.n_expected_unknown} expected unknown)",
+            f"top-1 accuracy: {self.top1_accuracy:.3f}",
+            f"abstention precision: {self.abstention_precision:.3f}",
+            f"abstention recall: {self.abstention_recall:.3f}",
+            f"calibration error (ECE, 10 bins): {self.ece:.3f}",
+            f"expected-unknown lines answered as known: {self.false_matches}",
+            "answers by tier: " + ", ".join(f"{k} {v}" for k, v in sorted(self.by_tier.items())),
+        ]
+
+
+class LabelledSetError(ValueError):
+    pass
+
+
+def load_labelled(paths: list[Path]) -> list[LabelledLine]:
+    records: list[LabelledLine] = []
+    for path in paths:
+        for number, text in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            if not text.strip():
+                continue
+            try:
+                data = json.loads(text)
+                records.append(LabelledLine(data["line"], data.get("expected"), f"{path}:{number}"))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise LabelledSetError(f"{path}:{number}: not a labelled record ({exc})") from exc
+    return records
+
+
+def _ratio(a: int, b: int) -> float:
+    return a / b if b else 1.0
+
+
+def evaluate(explainer, records: list[LabelledLine]) -> EvalReport:
+    answers = explainer.explain_many([r.line for r in records])
+    correct_top1 = abstained = abstained_right = false_matches = 0
+    confidences: list[float] = []
+    top_right: list[bool] = []
+    by_tier: dict[str, int] = {}
+    errors: list[dict] = []
+    for record, answer in zip(records, answers):
+        tier = answer["tier"] or "none"
+        by_tier[tier] = by_tier.get(tier, 0) + 1
+        top = answer["pattern_id"] or (answer["candidates"][0]["pattern_id"] if answer["candidates"] else None)
+        confidences.append(answer["confidence"])
+        top_right.append(top is not None and top == record.expected)
+        if not answer["known"]:
+            abstained += 1
+            abstained_right += record.expected is None
+        if record.expected is None:
+            if answer["known"]:
+                false_matches += 1
+                errors.append({"where": record.where, "expected": None, "got": answer["pattern_id"], "confidence": answer["confidence"]})
+        elif answer["known"] and answer["pattern_id"] == record.expected:
+            correct_top1 += 1
+        else:
+            errors.append({"where": record.where, "expected": record.expected, "got": answer["pattern_id"], "confidence": answer["confidence"]})
+    n_unknown = sum(r.expected is None for r in records)
+    n_known = len(records) - n_unknown
+    return EvalReport(
+        n=len(records),
+        n_expected_known=n_known,
+        n_expected_unknown=n_unknown,
+        top1_accuracy=_ratio(correct_top1, n_known),
+        abstention_precision=_ratio(abstained_right, abstained),
+        abstention_recall=_ratio(abstained_right, n_unknown),
+        ece=expected_calibration_error(confidences, top_right),
+        false_matches=false_matches,
+        by_tier=by_tier,
+        errors=errors,
+    )

@@ -1,0 +1,209 @@
+"""The explainer: regex tier first, semantic tier for the rest, calibrated confidence.
+
+Every input line gets exactly one answer, in order. The regex tier (one RE2 set pass) needs
+only the KB; the semantic index and the encoder are loaded on the first line that the regex
+tier cannot answer, so a regex-tier answer never waits for torch. Semantic results are cached
+by masked template: a training log repeats a few hundred templates a million times.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from indexer import paths
+from indexer.calibration import REGEX_CONFIDENCE, Calibrator
+from indexer.encoder import Encoder, SentenceTransformerEncoder
+from indexer.kb_loader import KnowledgeBase, load_kb
+from indexer.normalize import NormalizedLine, mask_message, normalize_line
+from indexer.patterns import PatternSet
+from indexer.schema import PatternEntry
+from indexer.semantic_index import (
+    SemanticIndex,
+    build_index,
+    embedding_text,
+    read_stamp,
+    stamp_problem,
+)
+from indexer.texts import field_values, fill_bilingual
+
+CONTRACT_KEYS = (
+    "line", "known", "confidence", "pattern_id", "tier", "component", "severity", "role",
+    "title", "explanation", "action", "fields", "context", "candidates",
+)
+
+
+class IndexUnavailable(RuntimeError):
+    """The semantic index is stale or missing and the policy forbids rebuilding it."""
+
+
+class Explainer:
+    """Explain lines against one KB. Thread-safe; one instance per process is the intent.
+
+    ``index_policy``: ``"rebuild"`` rebuilds a missing or stale index (with a note on stderr),
+    ``"refuse"`` raises ``IndexUnavailable``; neither ever uses a mismatched index.
+    """
+
+    def __init__(
+        self,
+        kb_dir: Path | str | None = None,
+        index_dir: Path | str | None = None,
+        model_path: str | None = None,
+        index_policy: str = "rebuild",
+        encoder: Encoder | None = None,
+        cache_size: int = 65536,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.kb_dir = Path(kb_dir or paths.kb_dir())
+        self.index_dir = Path(index_dir or paths.index_dir())
+        self.kb: KnowledgeBase = load_kb(self.kb_dir)
+        if self.kb.findings:
+            first = self.kb.findings[0]
+            raise ValueError(f"knowledge base has {len(self.kb.findings)} problem(s), first: {first}")
+        self.entries: list[PatternEntry] = [l.entry for l in self.kb.entries]
+        self.by_id = {e.id: e for e in self.entries}
+        self.patterns = PatternSet(self.entries)
+        self.index_policy = index_policy
+        self._encoder = encoder
+        self._model_path = model_path
+        self._index: SemanticIndex | None = None
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, tuple[list[tuple[str, float]], float]] = OrderedDict()
+        self._cache_size = cache_size
+        self._log = log or (lambda msg: print(msg, file=sys.stderr))
+
+    # ---- semantic tier plumbing -------------------------------------------------------------
+    @property
+    def encoder(self) -> Encoder:
+        if self._encoder is None:
+            self._encoder = SentenceTransformerEncoder(self._model_path)
+        return self._encoder
+
+    def index(self) -> SemanticIndex:
+        """Load (or, by policy, rebuild) the index that matches this KB and model."""
+        with self._lock:
+            if self._index is None:
+                problem = stamp_problem(read_stamp(self.index_dir), self.kb.digest, self.encoder.name)
+                if problem:
+                    if self.index_policy != "rebuild":
+                        raise IndexUnavailable(
+                            f"semantic index at {self.index_dir} is unusable: {problem}; "
+                            f"run 'explainlog index build'"
+                        )
+                    self._log(f"explainlog: {problem}; building the semantic index at {self.index_dir} ...")
+                    build_index(self.kb, self.kb_dir, self.index_dir, self.encoder)
+                self._index = SemanticIndex.load(self.index_dir)
+                problem = stamp_problem(self._index.meta, self.kb.digest, self.encoder.name)
+                if problem:
+                    self._index = None
+                    raise IndexUnavailable(f"semantic index at {self.index_dir} is unusable: {problem}")
+            return self._index
+
+    @property
+    def calibrator(self) -> Calibrator:
+        return self.index().calibrator
+
+    # ---- answers ----------------------------------------------------------------------------
+    def explain(self, line: str) -> dict:
+        return self.explain_many([line])[0]
+
+    def explain_many(self, lines: Sequence[str], semantic: bool = True) -> list[dict]:
+        """One answer per line, in order. Unknown templates are embedded in one batch."""
+        normalized = [normalize_line(line) for line in lines]
+        answers: list[dict | None] = [self._regex_answer(n) for n in normalized]
+        pending = [i for i, a in enumerate(answers) if a is None]
+        if pending and semantic:
+            self._semantic_answers(normalized, pending, answers)
+        for i in pending:
+            if answers[i] is None:
+                answers[i] = self._unknown(normalized[i], [], 0.0)
+        return answers  # type: ignore[return-value]
+
+    def _regex_answer(self, line: NormalizedLine) -> dict | None:
+        if not line.message:
+            return None
+        hits = self.patterns.matching(line.message, line.context)
+        if not hits:
+            return None
+        entry = self.entries[hits[0]]
+        fields = self.patterns.groups(hits[0], line.message)
+        candidates = [{"pattern_id": self.entries[h].id, "confidence": REGEX_CONFIDENCE} for h in hits[:3]]
+        return self._known(line, entry, fields, REGEX_CONFIDENCE, "regex", candidates)
+
+    def _semantic_answers(self, normalized: list[NormalizedLine], pending: list[int], answers: list) -> None:
+        texts = {i: embedding_text(normalized[i].raw) for i in pending if normalized[i].message}
+        missing = sorted({t for t in texts.values() if t not in self._cache})
+        if missing:
+            index = self.index()
+            ranked = index.ranked_entries(self.encoder.encode(missing))
+            with self._lock:
+                for text, row in zip(missing, ranked):
+                    confidence = index.calibrator.confidence([s for _, s in row])
+                    self._cache[text] = (row, confidence)
+                    while len(self._cache) > self._cache_size:
+                        self._cache.popitem(last=False)
+        for i, text in texts.items():
+            hit = self._cache.get(text)
+            if hit is None:
+                continue
+            row, confidence = hit
+            answers[i] = self._semantic_answer(normalized[i], row, confidence)
+
+    def _semantic_answer(self, line: NormalizedLine, row: list[tuple[str, float]], confidence: float) -> dict:
+        calibrator = self.calibrator
+        # A runner-up is scored as if it were the answer, with a negative margin to the best.
+        candidates = [
+            {
+                "pattern_id": entry_id,
+                "confidence": round(confidence if rank == 0 else calibrator.confidence([sim, row[0][1]]), 4),
+            }
+            for rank, (entry_id, sim) in enumerate(row[:3])
+        ]
+        if row and confidence >= calibrator.threshold:
+            entry = self.by_id[row[0][0]]
+            return self._known(line, entry, {}, confidence, "semantic", candidates)
+        return self._unknown(line, candidates, confidence)
+
+    def _known(self, line, entry: PatternEntry, fields: dict[str, str], confidence: float, tier: str, candidates) -> dict:
+        values = field_values(entry, fields)
+        return {
+            "line": line.raw,
+            "known": True,
+            "confidence": round(confidence, 4),
+            "pattern_id": entry.id,
+            "tier": tier,
+            "component": entry.component.value,
+            "severity": entry.severity.value,
+            "role": entry.role.value,
+            "title": fill_bilingual(entry.title, values),
+            "explanation": fill_bilingual(entry.explanation, values),
+            "action": fill_bilingual(entry.action, values),
+            "fields": fields,
+            "context": line.context,
+            "candidates": candidates,
+        }
+
+    def _unknown(self, line: NormalizedLine, candidates: list, confidence: float) -> dict:
+        return {
+            "line": line.raw,
+            "known": False,
+            "confidence": round(confidence, 4),
+            "pattern_id": None,
+            "tier": None,
+            "component": None,
+            "severity": None,
+            "role": None,
+            "title": None,
+            "explanation": None,
+            "action": None,
+            "fields": {},
+            "context": line.context,
+            "candidates": candidates,
+        }
+
+    def template(self, line: str) -> str:
+        """The masked template of a line: the cache key batch front-ends group by."""
+        return mask_message(normalize_line(line).message)
