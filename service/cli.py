@@ -159,6 +159,23 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+# Front-ends add their own subcommands; each module's register() must import nothing heavy.
+FRONTEND_CLIS = ("service.http.cli", "service.batch.cli", "service.chat.cli")
+
+
+def _register_frontends(sub) -> None:
+    import importlib
+
+    for name in FRONTEND_CLIS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and name.startswith(exc.name):
+                continue  # that front-end is not part of this checkout
+            raise
+        module.register(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="explainlog",
@@ -193,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="machine-readable report")
     ev.add_argument("--show-errors", action="store_true", help="list every wrong or missed line")
     ev.set_defaults(func=_cmd_eval)
+
+    _register_frontends(sub)
 
     kb = sub.add_parser("kb", help="knowledge base tools")
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)

@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Sequence
 from indexer import paths
 from indexer.calibration import REGEX_CONFIDENCE, Calibrator
 from indexer.encoder import Encoder, SentenceTransformerEncoder
+from indexer.kb_check import compilable
 from indexer.kb_loader import KnowledgeBase, load_kb
 from indexer.normalize import NormalizedLine, mask_message, normalize_line
 from indexer.patterns import PatternSet
@@ -60,10 +61,14 @@ class Explainer:
         self.kb_dir = Path(kb_dir or paths.kb_dir())
         self.index_dir = Path(index_dir or paths.index_dir())
         self.kb: KnowledgeBase = load_kb(self.kb_dir)
+        self._log = log or (lambda msg: print(msg, file=sys.stderr))
         if self.kb.findings:
-            first = self.kb.findings[0]
-            raise ValueError(f"knowledge base has {len(self.kb.findings)} problem(s), first: {first}")
-        self.entries: list[PatternEntry] = [l.entry for l in self.kb.entries]
+            # Serve what is valid rather than nothing; `explainlog kb check` is the gate.
+            self._log(
+                f"explainlog: warning: {len(self.kb.findings)} KB problem(s) skipped, first: "
+                f"{self.kb.findings[0]} (run 'explainlog kb check')"
+            )
+        self.entries: list[PatternEntry] = [l.entry for l in compilable(self.kb)]
         self.by_id = {e.id: e for e in self.entries}
         self.patterns = PatternSet(self.entries)
         self.index_policy = index_policy
@@ -73,7 +78,6 @@ class Explainer:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, tuple[list[tuple[str, float]], float]] = OrderedDict()
         self._cache_size = cache_size
-        self._log = log or (lambda msg: print(msg, file=sys.stderr))
 
     # ---- semantic tier plumbing -------------------------------------------------------------
     @property

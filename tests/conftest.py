@@ -1,0 +1,40 @@
+"""Shared fixtures: the real KB, and one semantic index built per test session.
+
+The index is built into a temporary directory (never into the checkout) with the bundled
+model, so tests exercise the same artifact users get; ~30 s once per session.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from indexer import paths
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data"
+
+
+@pytest.fixture(scope="session")
+def kb_dir() -> Path:
+    return paths.kb_dir()
+
+
+@pytest.fixture(scope="session")
+def index_dir(tmp_path_factory, kb_dir) -> Path:
+    from indexer.encoder import SentenceTransformerEncoder
+    from indexer.kb_loader import load_kb
+    from indexer.semantic_index import build_index
+
+    target = tmp_path_factory.mktemp("index") / "index"
+    build_index(load_kb(kb_dir), kb_dir, target, SentenceTransformerEncoder())
+    return target
+
+
+@pytest.fixture(scope="session")
+def explainer(kb_dir, index_dir):
+    """A fully loaded explainer (both tiers) over the real KB."""
+    from service.explainer import Explainer
+
+    return Explainer(kb_dir=kb_dir, index_dir=index_dir, index_policy="refuse")
