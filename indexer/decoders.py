@@ -118,6 +118,19 @@ def rank_list(value: str) -> Decoded:
     )
 
 
+def cuda_version(value: str) -> Decoded:
+    """CUDA's integer version (``cudaDriverGetVersion``, ``CUDA_VERSION``): 12020 -> CUDA 12.2."""
+    raw = value.strip()
+    if not raw.isdigit() or int(raw) < 1000:
+        raise ValueError(value)
+    n = int(raw)
+    major, minor = n // 1000, (n % 1000) // 10
+    return (
+        f"CUDA {major}.{minor} (the newest CUDA API this driver supports)",
+        f"CUDA {major}.{minor}（该驱动最高支持的 CUDA 版本）",
+    )
+
+
 DECODERS: dict[str, Callable[[str], Decoded]] = {
     "cpumask": cpumask,
     "pci_busid": pci_busid,
@@ -126,4 +139,5 @@ DECODERS: dict[str, Callable[[str], Decoded]] = {
     "duration_s": duration_s,
     "nccl_trees": nccl_trees,
     "rank_list": rank_list,
+    "cuda_version": cuda_version,
 }
