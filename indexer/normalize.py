@@ -28,7 +28,7 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
         "nccl",
         re.compile(
             r"(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
-            r"(?:(?P<elapsed>\d+\.\d+) )?(?:(?P<source_location>[\w.\-]+:\d+) )?"
+            r"(?:(?P<elapsed>\d+\.\d+) )?(?:(?P<source_location>[\w./\-]+:\d+) )?"
             r"NCCL (?P<level>INFO|WARN|TRACE|ERROR|ABORT)\s?"
         ),
     ),

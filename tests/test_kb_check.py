@@ -1,0 +1,155 @@
+"""Every rule of `explainlog kb check` can fail, names file, line and entry, and exits 1."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from indexer.kb_check import run_checks
+
+VALID = {
+    "id": "demo.affinity",
+    "title": {"en": "NCCL pinned helper threads", "zh": "NCCL 设置了 CPU 亲和性"},
+    "component": "nccl",
+    "severity": "info",
+    "role": "context",
+    "pattern": r"^Setting affinity for GPU (?P<gpu>\d+) to (?P<mask>[0-9a-f,]+)$",
+    "fields": {
+        "gpu": {"en": "local GPU", "zh": "本机 GPU"},
+        "mask": {"en": "CPU mask", "zh": "CPU 掩码", "decode": "cpumask"},
+    },
+    "explanation": {"en": "GPU {gpu}: {mask_decoded}", "zh": "GPU {gpu} 的亲和性：{mask_decoded}"},
+    "examples": ["h:1:2 [2] NCCL INFO Setting affinity for GPU 2 to ff0000"],
+    "negatives": ["h:1:2 [2] NCCL WARN Set CPU affinity : unable to find GPU/CPU for rank 3"],
+    "source": "NVIDIA/nccl src/graph/topo.cc",
+    "references": ["https://github.com/NVIDIA/nccl"],
+}
+
+
+def write_kb(tmp_path: Path, *entries: dict, name: str = "demo.yaml") -> Path:
+    kb = tmp_path / "kb"
+    kb.mkdir(parents=True, exist_ok=True)
+    (kb / name).write_text(yaml.safe_dump(list(entries), allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return kb
+
+
+def mutated(**changes) -> dict:
+    entry = copy.deepcopy(VALID)
+    for key, value in changes.items():
+        if value is None:
+            entry.pop(key, None)
+        else:
+            entry[key] = value
+    return entry
+
+
+def findings_for(kb: Path) -> list:
+    return run_checks(kb)[1]
+
+
+def test_valid_entry_passes(tmp_path):
+    assert findings_for(write_kb(tmp_path, VALID)) == []
+
+
+BROKEN = {
+    "schema: unknown component": (mutated(component="tensorflow"), "schema", "component"),
+    "schema: missing zh": (mutated(title={"en": "x"}), "schema", "title.zh"),
+    "schema: zh not Chinese": (mutated(title={"en": "x", "zh": "not chinese"}), "schema", "no Chinese"),
+    "schema: bad id": (mutated(id="Demo Affinity"), "schema", "id"),
+    "schema: no examples": (mutated(examples=[]), "schema", "examples"),
+    "schema: bad source": (mutated(source="somewhere"), "schema", "source"),
+    "schema: reference not a URL": (mutated(references=["see the docs"]), "schema", "URL"),
+    "schema: unknown key": (mutated(levle="info"), "schema", "levle"),
+    "regex: backreference": (mutated(pattern=r"(a)\1", fields={}), "regex", "RE2"),
+    "regex: lookahead": (mutated(pattern=r"(?=Setting)Setting", fields={}), "regex", "RE2"),
+    "fields: undocumented group": (mutated(fields={"gpu": VALID["fields"]["gpu"]}), "fields", "'mask'"),
+    "fields: unknown decoder": (
+        mutated(fields={"gpu": VALID["fields"]["gpu"], "mask": {"en": "m", "zh": "掩码", "decode": "nope"}}),
+        "fields",
+        "unknown decoder",
+    ),
+    "placeholder: no such group": (
+        mutated(explanation={"en": "GPU {gpus}", "zh": "本机 GPU {gpu}"}), "placeholder", "{gpus}"
+    ),
+    "action: warning without action": (mutated(severity="warning"), "action", "needs an action"),
+    "example: does not match": (mutated(examples=["h:1:2 [2] NCCL INFO Using network IB"]), "example", "does not match"),
+    "example: wrong field value": (
+        mutated(examples=[{"line": "h:1:2 [2] NCCL INFO Setting affinity for GPU 2 to ff0000", "fields": {"gpu": "3"}}]),
+        "example",
+        "expects '3'",
+    ),
+    "negative: matches": (
+        mutated(negatives=["h:1:2 [5] NCCL INFO Setting affinity for GPU 5 to ff"]), "negative", "matches the pattern"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_each_check_can_fail(tmp_path, case):
+    entry, check, needle = BROKEN[case]
+    findings = findings_for(write_kb(tmp_path, entry))
+    assert findings, case
+    hit = [f for f in findings if f.check == check and needle in f.message]
+    assert hit, [str(f) for f in findings]
+    assert hit[0].file.endswith("demo.yaml") and hit[0].line >= 1
+
+
+def test_duplicate_ids_across_files(tmp_path):
+    write_kb(tmp_path, VALID, name="a.yaml")
+    other = mutated(pattern=r"^Using network (?P<gpu>\S+)(?P<mask>)$", examples=["h:1:2 [0] NCCL INFO Using network IB"])
+    kb = write_kb(tmp_path, other, name="b.yaml")
+    findings = findings_for(kb)
+    assert any(f.check == "duplicate-id" and "already used at" in f.message for f in findings)
+
+
+def test_example_matched_by_another_entry_of_equal_priority(tmp_path):
+    rival = mutated(id="demo.rival", pattern=r"Setting affinity for GPU (?P<gpu>\d+) to (?P<mask>\S+)", examples=["x: Setting affinity for GPU 1 to 1"])
+    findings = findings_for(write_kb(tmp_path, VALID, rival))
+    assert any(f.check == "example" and "demo.rival" in f.message and f.entry_id == "demo.affinity" for f in findings)
+
+
+def test_higher_priority_rival_steals_the_example(tmp_path):
+    rival = mutated(id="demo.rival", priority=5, pattern=r"Setting affinity for GPU (?P<gpu>\d+) to (?P<mask>\S+)", examples=["x: Setting affinity for GPU 1 to 1"])
+    findings = findings_for(write_kb(tmp_path, VALID, rival))
+    assert any("answered by 'demo.rival'" in f.message for f in findings)
+
+
+def test_context_constraint_separates_identical_messages(tmp_path):
+    torchrun = mutated(
+        id="demo.torchrun", pattern=r"^Setting OMP_NUM_THREADS(?P<gpu>)(?P<mask>)", priority=1,
+        context={"logger": r"torch\.distributed"},
+        examples=["[2024-01-01 00:00:00,000] torch.distributed.run: [WARNING] Setting OMP_NUM_THREADS"],
+        negatives=["/x/mmengine/setup_env.py:1: UserWarning: Setting OMP_NUM_THREADS"],
+    )
+    mmengine = mutated(
+        id="demo.mmengine", pattern=r"^Setting OMP_NUM_THREADS(?P<gpu>)(?P<mask>)", priority=1,
+        context={"source_location": "mmengine/"},
+        examples=["/x/mmengine/setup_env.py:1: UserWarning: Setting OMP_NUM_THREADS"],
+        negatives=["[2024-01-01 00:00:00,000] torch.distributed.run: [WARNING] Setting OMP_NUM_THREADS"],
+    )
+    assert findings_for(write_kb(tmp_path, torchrun, mmengine)) == []
+
+
+def test_yaml_syntax_error_reports_line(tmp_path):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "bad.yaml").write_text("- id: x\n  title: [unclosed\n", encoding="utf-8")
+    findings = findings_for(kb)
+    assert findings[0].check == "yaml" and findings[0].file.endswith("bad.yaml") and findings[0].line >= 2
+
+
+def test_cli_exit_codes_and_messages(tmp_path):
+    good = write_kb(tmp_path / "good", VALID)
+    bad = write_kb(tmp_path / "bad", mutated(severity="error"))
+    ok = subprocess.run([sys.executable, "-m", "service.cli", "--kb", str(good), "kb", "check"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "kb check: OK" in ok.stdout
+    fail = subprocess.run([sys.executable, "-m", "service.cli", "--kb", str(bad), "kb", "check"], capture_output=True, text=True)
+    assert fail.returncode == 1
+    assert "demo.yaml:" in fail.stdout and "[demo.affinity] action:" in fail.stdout
+    missing = subprocess.run([sys.executable, "-m", "service.cli", "--kb", str(tmp_path / "nope"), "kb", "check"], capture_output=True, text=True)
+    assert missing.returncode == 2 and "not found" in missing.stderr

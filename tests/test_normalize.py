@@ -1,0 +1,101 @@
+"""Prefix stripping and masking: the message a KB pattern sees must be the bare message."""
+
+import pytest
+
+from indexer.normalize import clean_text, mask_message, normalize_line
+
+CASES = [
+    (
+        "cc0af148-task0-0:133:202 [0] NCCL INFO Using network IB",
+        "Using network IB",
+        {"host": "cc0af148-task0-0", "pid": "133", "tid": "202", "device": "0", "level": "info"},
+    ),
+    (
+        "node1:4242:4300 [3] transport/net_ib.cc:1272 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<45970> with error 12",
+        "NET/IB : Got completion from peer 10.0.0.2<45970> with error 12",
+        {"source_location": "transport/net_ib.cc:1272", "level": "warning", "device": "3"},
+    ),
+    (
+        "I0910 14:27:22.992898   134 ProcessGroupNCCL.cpp:686] [Rank 1] ProcessGroupNCCL initialization options:X",
+        "[Rank 1] ProcessGroupNCCL initialization options:X",
+        {"level": "info", "tid": "134", "source_location": "ProcessGroupNCCL.cpp:686", "timestamp": "0910 14:27:22.992898"},
+    ),
+    (
+        "[2024-09-10 14:27:19,059] [INFO] [comm.py:637:init_distributed] cdb=None",
+        "cdb=None",
+        {"timestamp": "2024-09-10 14:27:19,059", "level": "info", "source_location": "comm.py:637", "function": "init_distributed"},
+    ),
+    (
+        "[2024-09-10 14:26:48,892] torch.distributed.run: [WARNING] Setting OMP_NUM_THREADS x",
+        "Setting OMP_NUM_THREADS x",
+        {"logger": "torch.distributed.run", "level": "warning"},
+    ),
+    (
+        "09/10 14:27:26 - mmengine - INFO - xtuner_dataset_timeout = 0:30:00",
+        "xtuner_dataset_timeout = 0:30:00",
+        {"logger": "mmengine", "level": "info", "timestamp": "09/10 14:27:26"},
+    ),
+    (
+        "[rank3]: Traceback (most recent call last):",
+        "Traceback (most recent call last):",
+        {"rank": "3"},
+    ),
+    (
+        "[default0]:[2024-01-01 00:00:00,000] [INFO] [engine.py:1:x] hello",
+        "hello",
+        {"local_rank": "0", "level": "info"},
+    ),
+    ("0: host:1:2 [5] NCCL INFO Using network Socket", "Using network Socket", {"rank": "0", "device": "5"}),
+    ("[1,2]<stdout>:NCCL INFO Using network IB", "Using network IB", {"job": "1", "rank": "2", "level": "info"}),
+    ("(pid=123) cdb=None", "cdb=None", {"pid": "123"}),
+    (
+        "/opt/conda/lib/python3.10/site-packages/mmengine/utils/dl_utils/setup_env.py:56: UserWarning: Setting MKL",
+        "Setting MKL",
+        {"source_location": "/opt/conda/lib/python3.10/site-packages/mmengine/utils/dl_utils/setup_env.py:56", "category": "UserWarning"},
+    ),
+    ("Sep 10 14:27:22 gpu-node7 kernel: NVRM: Xid (PCI:0000:3b:00): 79", "NVRM: Xid (PCI:0000:3b:00): 79", {"host": "gpu-node7", "logger": "kernel"}),
+    ("[12345.678901] NVRM: Xid (PCI:0000:3b:00): 79", "NVRM: Xid (PCI:0000:3b:00): 79", {"uptime": "12345.678901"}),
+]
+
+
+@pytest.mark.parametrize("raw,message,context", CASES, ids=[c[1][:30] for c in CASES])
+def test_prefixes_are_peeled_into_context(raw, message, context):
+    normalized = normalize_line(raw)
+    assert normalized.message == message
+    for key, value in context.items():
+        assert normalized.context.get(key) == value, key
+
+
+def test_ansi_colour_and_crlf_are_removed():
+    line = "\x1b[32m[2024-09-10 14:27:19,059] [INFO] [comm.py:637:init_distributed]\x1b[0m cdb=None\r\n"
+    assert normalize_line(line).message == "cdb=None"
+
+
+def test_stacked_prefixes_all_recorded():
+    ctx = normalize_line("3: [rank3]: host:1:2 [3] NCCL INFO Using network IB").context
+    assert ctx["format"] == "srun+torchrun+nccl"
+
+
+def test_control_bytes_and_nul_do_not_survive():
+    assert clean_text("a\x00b\x07c\td") == "abc d"
+
+
+def test_a_line_that_is_only_a_prefix_keeps_its_text():
+    # Nothing after the prefix: it is not stripped, so the line is never reduced to "".
+    assert normalize_line("[rank3]:").message == "[rank3]:"
+
+
+def test_masking_replaces_variables_with_typed_tokens():
+    masked = mask_message(
+        "Connection closed by remote peer 10.0.0.2<45970> at 2024-09-10 14:27:19 comm 0x7f64cc001500 "
+        "file /opt/conda/lib/x.py rank 12 of 24 took 1.5s"
+    )
+    assert masked == (
+        "Connection closed by remote peer <IP> at <TIME> comm <HEX> file <PATH> rank <NUM> of <NUM> took <NUM>"
+    )
+
+
+def test_lines_differing_only_in_numbers_share_a_template():
+    a = mask_message("Setting affinity for GPU 2 to ff0000")
+    b = mask_message("Setting affinity for GPU 7 to ff000000")
+    assert a == b
