@@ -131,6 +131,21 @@ def cuda_version(value: str) -> Decoded:
     )
 
 
+def nccl_version_code(value: str) -> Decoded:
+    """NCCL_VERSION_CODE as printed in version checks: X*1000+Y*100+Z up to 2.8, X*10000+Y*100+Z after."""
+    raw = value.strip()
+    if not raw.isdigit():
+        raise ValueError(value)
+    n = int(raw)
+    if n >= 10000:
+        major, minor, patch = n // 10000, (n // 100) % 100, n % 100
+    elif n >= 1000:
+        major, minor, patch = n // 1000, (n // 100) % 10, n % 100
+    else:
+        raise ValueError(value)
+    return (f"NCCL {major}.{minor}.{patch}", f"NCCL {major}.{minor}.{patch}")
+
+
 DECODERS: dict[str, Callable[[str], Decoded]] = {
     "cpumask": cpumask,
     "pci_busid": pci_busid,
@@ -140,4 +155,5 @@ DECODERS: dict[str, Callable[[str], Decoded]] = {
     "nccl_trees": nccl_trees,
     "rank_list": rank_list,
     "cuda_version": cuda_version,
+    "nccl_version_code": nccl_version_code,
 }
