@@ -1,0 +1,134 @@
+"""The index artifact: stamped, atomic, refused or rebuilt when stale, never silently used."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from indexer.encoder import SentenceTransformerEncoder
+from indexer.kb_loader import load_kb
+from indexer.semantic_index import SemanticIndex, build_index, read_stamp, stamp_problem
+from service.explainer import Explainer, IndexUnavailable
+
+ENTRIES = [
+    {
+        "id": "demo.network",
+        "title": {"en": "NCCL chose its network transport", "zh": "NCCL 选定了网络传输"},
+        "component": "nccl", "severity": "info", "role": "context",
+        "pattern": r"^Using network (?P<net>\S+)$",
+        "fields": {"net": {"en": "transport", "zh": "传输"}},
+        "explanation": {"en": "NCCL uses {net}.", "zh": "NCCL 使用 {net}。"},
+        "examples": ["h:1:2 [0] NCCL INFO Using network IB", "h:1:2 [0] NCCL INFO Using network Socket"],
+        "source": "NVIDIA/nccl src/init.cc",
+    },
+    {
+        "id": "demo.oom",
+        "title": {"en": "CUDA ran out of memory", "zh": "CUDA 显存不足"},
+        "component": "cuda", "severity": "error", "role": "root_cause",
+        "pattern": r"CUDA out of memory\. Tried to allocate (?P<size>[\d.]+ [KMG]iB)",
+        "fields": {"size": {"en": "requested", "zh": "申请大小"}},
+        "explanation": {"en": "Needed {size} more.", "zh": "还需要 {size}。"},
+        "action": {"en": "Reduce the batch size.", "zh": "减小 batch size。"},
+        "examples": ["torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB total capacity)"],
+        "source": "pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp",
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return SentenceTransformerEncoder()
+
+
+@pytest.fixture()
+def small_kb(tmp_path) -> Path:
+    kb = tmp_path / "kb"
+    (kb / "calibration").mkdir(parents=True)
+    (kb / "demo.yaml").write_text(yaml.safe_dump(ENTRIES, allow_unicode=True), encoding="utf-8")
+    (kb / "calibration" / "unrelated.txt").write_text(
+        "Exception in thread main java.lang.OutOfMemoryError: Java heap space\n"
+        "nginx: upstream timed out (110: Connection timed out)\n",
+        encoding="utf-8",
+    )
+    return kb
+
+
+def test_build_writes_plain_data_with_a_stamp(small_kb, tmp_path, encoder):
+    index_dir = tmp_path / "index"
+    meta = build_index(load_kb(small_kb), small_kb, index_dir, encoder)
+    assert sorted(p.name for p in index_dir.iterdir()) == ["items.json", "meta.json", "vectors.npy"]
+    stamp = read_stamp(index_dir)
+    assert stamp["kb_digest"] == load_kb(small_kb).digest and stamp["model_name"] == "all-MiniLM-L6-v2"
+    assert stamp["calibration"]["report"]["n"] > 0 and len(stamp["calibration"]["weights"]) == 3
+    assert meta["n_entries"] == 2
+    loaded = SemanticIndex.load(index_dir)
+    assert loaded.vectors.shape == (meta["n_items"], meta["dim"])
+    # Rebuilding over an existing index leaves no staging directories behind.
+    build_index(load_kb(small_kb), small_kb, index_dir, encoder)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_stale_index_is_refused_then_rebuilt(small_kb, tmp_path, encoder):
+    index_dir = tmp_path / "index"
+    build_index(load_kb(small_kb), small_kb, index_dir, encoder)
+    with (small_kb / "demo.yaml").open("a", encoding="utf-8") as f:
+        f.write("\n# a curator touched the KB\n")
+    assert stamp_problem(read_stamp(index_dir), load_kb(small_kb).digest, encoder.name) == (
+        "the knowledge base changed since the index was built"
+    )
+    strict = Explainer(kb_dir=small_kb, index_dir=index_dir, index_policy="refuse", encoder=encoder)
+    # The regex tier still answers without the index ...
+    assert strict.explain("NCCL INFO Using network IB")["tier"] == "regex"
+    # ... but a line that needs the index is refused with a message naming the fix.
+    with pytest.raises(IndexUnavailable, match="knowledge base changed.*explainlog index build"):
+        strict.explain("allocation failed because the GPU has no free memory left")
+    notes: list[str] = []
+    lenient = Explainer(kb_dir=small_kb, index_dir=index_dir, encoder=encoder, log=notes.append)
+    answer = lenient.explain("allocation failed because the GPU has no free memory left")
+    assert notes and "building the semantic index" in notes[0]
+    assert read_stamp(index_dir)["kb_digest"] == load_kb(small_kb).digest
+    assert answer["candidates"][0]["pattern_id"] == "demo.oom"
+
+
+def test_index_from_another_model_is_refused(small_kb, tmp_path, encoder):
+    index_dir = tmp_path / "index"
+    build_index(load_kb(small_kb), small_kb, index_dir, encoder)
+    meta = json.loads((index_dir / "meta.json").read_text())
+    meta["model_name"] = "some-other-model"
+    (index_dir / "meta.json").write_text(json.dumps(meta))
+    strict = Explainer(kb_dir=small_kb, index_dir=index_dir, index_policy="refuse", encoder=encoder)
+    with pytest.raises(IndexUnavailable, match="some-other-model"):
+        strict.explain("something the regex tier does not know")
+
+
+def test_corrupt_index_is_a_clear_error(small_kb, tmp_path, encoder):
+    index_dir = tmp_path / "index"
+    build_index(load_kb(small_kb), small_kb, index_dir, encoder)
+    (index_dir / "vectors.npy").write_bytes(b"not numpy")
+    from indexer.semantic_index import IndexError_
+
+    with pytest.raises(IndexError_, match="unreadable"):
+        SemanticIndex.load(index_dir)
+
+
+def test_semantic_answers_are_cached_by_template(small_kb, tmp_path, encoder):
+    index_dir = tmp_path / "index"
+    build_index(load_kb(small_kb), small_kb, index_dir, encoder)
+    calls: list[int] = []
+
+    class CountingEncoder:
+        name = encoder.name
+
+        def encode(self, texts):
+            calls.append(len(texts))
+            return encoder.encode(texts)
+
+    explainer = Explainer(kb_dir=small_kb, index_dir=index_dir, index_policy="refuse", encoder=CountingEncoder())
+    lines = [f"worker {i} could not reserve 1{i}.5 GiB of device memory" for i in range(50)]
+    answers = explainer.explain_many(lines)
+    assert len(answers) == 50 and calls == [1]  # 50 lines, one template, one encode of one text
+    explainer.explain_many(lines[:3])
+    assert calls == [1]
