@@ -7,6 +7,7 @@ models can redirect it without code changes.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -17,8 +18,13 @@ def kb_dir() -> Path:
     return Path(os.environ.get("EXPLAINLOG_KB", REPO_ROOT / "kb"))
 
 
-def index_dir() -> Path:
-    return Path(os.environ.get("EXPLAINLOG_INDEX", REPO_ROOT / "build" / "index"))
+def index_dir(model: str = DEFAULT_MODEL_NAME) -> Path:
+    """One default index per model, so comparing models with ``eval`` rebuilds nothing twice."""
+    configured = os.environ.get("EXPLAINLOG_INDEX")
+    if configured:
+        return Path(configured)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[-80:]
+    return REPO_ROOT / "build" / "index" / slug
 
 
 def bundled_model_path() -> str:

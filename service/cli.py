@@ -115,11 +115,13 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     if kb.findings:
         print(f"index build: the KB has problems; run 'explainlog kb check' ({kb.findings[0]})", file=sys.stderr)
         return 1
-    meta = build_index(kb, Path(args.kb), Path(args.index), SentenceTransformerEncoder(args.model))
+    encoder = SentenceTransformerEncoder(args.model)
+    index_dir = Path(args.index or paths.index_dir(encoder.name))
+    meta = build_index(kb, Path(args.kb), index_dir, encoder)
     report = meta["calibration"]["report"]
     print(
         f"index build: {meta['n_items']} vectors for {meta['n_entries']} entries, model {meta['model_name']}, "
-        f"{meta['built_seconds']} s -> {args.index}\n"
+        f"{meta['built_seconds']} s -> {index_dir}\n"
         f"calibration: {report['method']}; fitted on {report['n']} held-out queries "
         f"({report['n_positive']} right, {report['n_unrelated']} unrelated-software lines); "
         f"weights {[round(w, 3) for w in meta['calibration']['weights']]}"
@@ -133,8 +135,9 @@ def _cmd_index_status(args: argparse.Namespace) -> int:
 
     kb = load_kb(Path(args.kb))
     name = paths.model_name(args.model or paths.model_path())
-    problem = stamp_problem(read_stamp(Path(args.index)), kb.digest, name)
-    print(f"index {args.index}: {problem or 'up to date'}")
+    index_dir = Path(args.index or paths.index_dir(name))
+    problem = stamp_problem(read_stamp(index_dir), kb.digest, name)
+    print(f"index {index_dir}: {problem or 'up to date'}")
     return 1 if problem else 0
 
 
@@ -184,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--kb", default=str(paths.kb_dir()), help="knowledge base directory (env EXPLAINLOG_KB)")
-    parser.add_argument("--index", default=str(paths.index_dir()), help="semantic index directory (env EXPLAINLOG_INDEX)")
+    parser.add_argument("--index", default=None, help="semantic index directory (env EXPLAINLOG_INDEX; default build/index/<model>)")
     parser.add_argument("--model", default=None, help="local sentence-transformers model directory (env EXPLAINLOG_MODEL; default: bundled all-MiniLM-L6-v2)")
     parser.add_argument(
         "--index-policy", choices=("rebuild", "refuse"), default="rebuild",

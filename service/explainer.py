@@ -59,7 +59,7 @@ class Explainer:
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.kb_dir = Path(kb_dir or paths.kb_dir())
-        self.index_dir = Path(index_dir or paths.index_dir())
+        self._index_dir = Path(index_dir) if index_dir else None
         self.kb: KnowledgeBase = load_kb(self.kb_dir)
         self._log = log or (lambda msg: print(msg, file=sys.stderr))
         if self.kb.findings:
@@ -80,6 +80,10 @@ class Explainer:
         self._cache_size = cache_size
 
     # ---- semantic tier plumbing -------------------------------------------------------------
+    @property
+    def index_dir(self) -> Path:
+        return self._index_dir or paths.index_dir(self.encoder.name)
+
     @property
     def encoder(self) -> Encoder:
         if self._encoder is None:
