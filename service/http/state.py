@@ -1,0 +1,81 @@
+"""What one service process holds: the explainer, its settings, metrics, and readiness.
+
+The explainer is created once per process. The semantic tier (index + encoder) is warmed up in
+a background thread at start-up, so the port opens at once — ``/healthz`` answers and
+regex-tier lines are explained — while ``/readyz`` says 503 until the index is loaded.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+
+from indexer.encoder import EncoderLoadError
+from indexer.semantic_index import IndexError_, read_stamp, stamp_problem
+from service.explainer import Explainer, IndexUnavailable
+from service.http.errors import ApiError
+from service.http.metrics import ServiceMetrics
+from service.http.settings import Settings
+
+
+@dataclass
+class Readiness:
+    loaded: bool = False
+    problem: str | None = "the semantic index is still loading"
+
+
+class ServiceState:
+    def __init__(self, explainer: Explainer, settings: Settings, metrics: ServiceMetrics) -> None:
+        self.explainer = explainer
+        self.settings = settings
+        self.metrics = metrics
+        self.readiness = Readiness()
+        self._warm_thread: threading.Thread | None = None
+
+    def start_warm_up(self) -> None:
+        """Load the index and the encoder off the event loop, once."""
+        if self._warm_thread is None:
+            self._warm_thread = threading.Thread(target=self._warm_up, name="explainlog-warm-up", daemon=True)
+            self._warm_thread.start()
+
+    def _warm_up(self) -> None:
+        try:
+            self.explainer.index()
+            self.explainer.encoder.encode(["NCCL INFO warm-up"])  # first call pays torch start-up
+        except Exception as exc:  # noqa: BLE001 - any failure here is reported by /readyz
+            self.readiness = Readiness(loaded=False, problem=f"semantic tier unavailable: {exc}")
+        else:
+            self.readiness = Readiness(loaded=True, problem=None)
+
+    def ready_report(self) -> dict[str, Any]:
+        """Ready means: the index is loaded and the index on disk still matches the loaded KB."""
+        explainer = self.explainer
+        problem = self.readiness.problem
+        if problem is None:
+            stamp = read_stamp(explainer.index_dir)
+            on_disk = stamp_problem(stamp, explainer.kb.digest, explainer.encoder.name)
+            if on_disk:
+                problem = f"index on disk no longer matches the loaded KB: {on_disk} (restart the service)"
+        return {
+            "ready": problem is None,
+            "problem": problem,
+            "index_loaded": self.readiness.loaded,
+            "index_dir": str(explainer.index_dir),
+            "kb_dir": str(explainer.kb_dir),
+            "kb_digest": explainer.kb.digest,
+            "kb_entries": len(explainer.entries),
+            "model": explainer.encoder.name,
+        }
+
+    async def explain(self, lines: list[str]) -> list[dict]:
+        """Explain in a worker thread: the regex tier is quick, but embedding is CPU-bound and
+        must never stall the event loop (health checks, other clients, streaming uploads)."""
+        try:
+            answers = await anyio.to_thread.run_sync(self.explainer.explain_many, lines)
+        except (IndexUnavailable, IndexError_, EncoderLoadError) as exc:
+            raise ApiError(503, "semantic_tier_unavailable", f"cannot explain lines the regex tier does not know: {exc}") from exc
+        self.metrics.count_answers(answers)
+        return answers
