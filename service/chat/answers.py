@@ -1,0 +1,151 @@
+"""Explain pasted lines for a chat reply: group repeats, most severe first, remember what was said.
+
+A pasted tail of a log repeats a few messages many times and hides the one line that matters
+among INFO chatter. A chat reply therefore groups lines by KB entry (unknown lines by masked
+template), puts fatal/error/warning first, then lines the KB does not know (they may be the
+cause), then informational ones; within a severity, root causes come before knock-on errors and
+wrappers. Every group is stored with an id so feedback buttons and the Feishu language switch
+can refer back to exactly the answer that was shown.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from indexer.texts import decode_value
+from service.chat.store import ChatStore, StoredAnswer, StoredReply
+
+SEVERITY_ORDER = {"fatal": 0, "error": 1, "warning": 2, None: 3, "info": 4}
+ROLE_ORDER = {"root_cause": 0, "cascade": 1, "wrapper": 2, "advice": 3, "context": 4, "progress": 5}
+LINK_LINE_CHARS = 1500  # keeps the link under common URL length limits
+
+
+@dataclass(frozen=True)
+class Group:
+    """One distinct answer in a reply and how many pasted lines it covers."""
+
+    id: str
+    count: int
+    answer: dict
+
+    @property
+    def severity(self) -> str:
+        return self.answer["severity"] if self.answer["known"] else "unknown"
+
+
+@dataclass(frozen=True)
+class Reply:
+    id: str
+    total: int
+    skipped: int
+    groups: list[Group]
+
+    def severity_counts(self) -> dict[str, int]:
+        """Lines per severity, most severe first, only severities that occur."""
+        counts: dict[str, int] = {}
+        for group in self.groups:
+            counts[group.severity] = counts.get(group.severity, 0) + group.count
+        order = ["fatal", "error", "warning", "unknown", "info"]
+        return {k: counts[k] for k in order if k in counts}
+
+
+@dataclass(frozen=True)
+class FieldNote:
+    """A matched field as a reader needs it: its value, what it is, and what the value means."""
+
+    name: str
+    value: str
+    meaning: str
+    decoded: str | None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    pattern_id: str
+    title: str
+    confidence: float
+
+
+def _new_id() -> str:
+    return secrets.token_hex(8)
+
+
+def _group_key(explainer, answer: dict) -> str:
+    if answer["known"]:
+        return "id:" + answer["pattern_id"]
+    return "tpl:" + explainer.template(answer["line"])
+
+
+def _sort_key(item: tuple[int, dict]) -> tuple[int, int, int]:
+    first, answer = item
+    return (SEVERITY_ORDER.get(answer["severity"], 3), ROLE_ORDER.get(answer["role"] or "", 6), first)
+
+
+class Answerer:
+    """Shared by both bots: explainer + store, plus the link to the web page."""
+
+    def __init__(self, explainer, store: ChatStore, web_url: str | None = None) -> None:
+        self.explainer = explainer
+        self.store = store
+        self.web_url = web_url.rstrip("/") if web_url else None
+
+    def explain(self, lines: list[str], platform: str, skipped: int = 0) -> Reply:
+        answers = self.explainer.explain_many(lines)
+        first_seen: dict[str, tuple[int, dict]] = {}
+        counts: dict[str, int] = {}
+        for i, answer in enumerate(answers):
+            key = _group_key(self.explainer, answer)
+            first_seen.setdefault(key, (i, answer))
+            counts[key] = counts.get(key, 0) + 1
+        ordered = sorted(first_seen.items(), key=lambda kv: _sort_key(kv[1]))
+        groups = [Group(_new_id(), counts[key], answer) for key, (_, answer) in ordered]
+        reply = Reply(_new_id(), len(lines), skipped, groups)
+        self.store.save_reply(reply.id, platform, reply.total, reply.skipped,
+                              [StoredAnswer(g.id, g.count, g.answer) for g in groups])
+        return reply
+
+    def language_for(self, user: str, explicit: str | None, default: str) -> str:
+        """An explicit ``--zh``/``--en`` wins and is remembered; else the remembered choice;
+        else ``default`` (the language the message was written in, or zh on Feishu)."""
+        if explicit:
+            self.store.set_language(user, explicit)
+            return explicit
+        return self.store.language(user) or default
+
+    def reload(self, reply_id: str) -> Reply:
+        """A reply exactly as first given (for re-rendering it in the other language)."""
+        stored: StoredReply = self.store.reply(reply_id)
+        return Reply(stored.id, stored.total, stored.skipped,
+                     [Group(a.id, a.count, a.answer) for a in stored.answers])
+
+    def field_notes(self, answer: dict, lang: str) -> list[FieldNote]:
+        """Each matched field with its curated meaning and, where the KB decodes it, the decoding."""
+        entry = self.explainer.by_id.get(answer["pattern_id"]) if answer["known"] else None
+        if entry is None:
+            return []
+        notes = []
+        for name, value in answer["fields"].items():
+            spec = entry.fields.get(name)
+            if spec is None or value is None:
+                continue
+            decoded = decode_value(spec, value)
+            notes.append(FieldNote(name, value.strip(), getattr(spec, lang),
+                                   decoded[0 if lang == "en" else 1] if decoded else None))
+        return notes
+
+    def nearest(self, answer: dict, lang: str) -> list[Candidate]:
+        """Candidates of an unknown line, with titles so a reader can judge them."""
+        out = []
+        for c in answer["candidates"]:
+            entry = self.explainer.by_id.get(c["pattern_id"])
+            if entry is not None:
+                out.append(Candidate(c["pattern_id"], getattr(entry.title, lang), c["confidence"]))
+        return out
+
+    def link(self, answer: dict) -> str | None:
+        """The web page explaining this line, when ``EXPLAINLOG_WEB_URL`` names one."""
+        if not self.web_url:
+            return None
+        return f"{self.web_url}/?line={quote(answer['line'][:LINK_LINE_CHARS], safe='')}"

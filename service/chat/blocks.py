@@ -1,0 +1,170 @@
+"""Slack Block Kit rendering of a reply: one answer in full, or a summary of many.
+
+Slack caps a message at 50 blocks and a text object at 3000 characters, so a long paste shows
+its first ``DETAILED`` groups (most severe first) in full and the rest as one list. Every
+detailed answer carries the "This helped" / "Wrong answer" buttons, whose value is the stored
+answer id (``store.py``) so a click can be tied to exactly what was shown.
+"""
+
+from __future__ import annotations
+
+from service.chat.answers import Answerer, Group, Reply
+from service.chat.labels import label, severity_counts_text
+
+SEVERITY_EMOJI = {
+    "fatal": ":rotating_light:", "error": ":x:", "warning": ":warning:",
+    "info": ":information_source:", "unknown": ":grey_question:",
+}
+FEEDBACK_ACTIONS = {"helped": "explainlog_helped", "wrong": "explainlog_wrong"}
+DETAILED = 3
+TEXT_LIMIT = 2900
+LINE_CHARS = 300
+
+
+def escape(text: str) -> str:
+    """Slack mrkdwn treats &, < and > as control characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _code(text: str, limit: int = LINE_CHARS) -> str:
+    """Inline code; a backtick inside would end the span early, so it becomes a quote."""
+    return "`" + escape(_clip(text.replace("`", "'"), limit)) + "`"
+
+
+def _section(text: str) -> dict:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _clip(text)}}
+
+
+def _context(text: str) -> dict:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(text)}]}
+
+
+def feedback_buttons(group: Group, lang: str) -> dict:
+    return {
+        "type": "actions",
+        "block_id": f"feedback_{group.id}",
+        "elements": [
+            {"type": "button", "action_id": FEEDBACK_ACTIONS["helped"], "style": "primary",
+             "text": {"type": "plain_text", "text": label(lang, "helped")}, "value": group.id},
+            {"type": "button", "action_id": FEEDBACK_ACTIONS["wrong"], "style": "danger",
+             "text": {"type": "plain_text", "text": label(lang, "wrong")}, "value": group.id},
+        ],
+    }
+
+
+def _line_context(group: Group, lang: str) -> dict:
+    text = _code(group.answer["line"])
+    if group.count > 1:
+        text += " — " + label(lang, "more_like", n=group.count - 1)
+    return _context(text)
+
+
+def _footer(answerer: Answerer, answer: dict, lang: str) -> dict:
+    parts = [f"{label(lang, 'confidence')} {answer['confidence']:.2f}"]
+    if answer["known"]:
+        parts.append(f"`{answer['pattern_id']}`")
+    link = answerer.link(answer)
+    if link:
+        parts.append(f"<{link}|{label(lang, 'open')}>")
+    return _context(" · ".join(parts))
+
+
+def known_blocks(answerer: Answerer, group: Group, lang: str) -> list[dict]:
+    answer = group.answer
+    severity = answer["severity"]
+    blocks = [
+        _section(f"{SEVERITY_EMOJI[severity]} *{escape(answer['title'][lang])}*  `{label(lang, severity)}`"),
+        _line_context(group, lang),
+        _section(escape(answer["explanation"][lang])),
+    ]
+    notes = answerer.field_notes(answer, lang)
+    if notes:
+        rows = []
+        for note in notes:
+            row = f"• `{note.name}` {_code(note.value, 120)} — {escape(note.meaning)}"
+            if note.decoded:
+                row += f" → *{escape(note.decoded)}*"
+            rows.append(row)
+        blocks.append(_section(f"*{label(lang, 'fields')}*\n" + "\n".join(rows)))
+    if answer["action"]:
+        blocks.append(_section(f"*{label(lang, 'action')}*\n{escape(answer['action'][lang])}"))
+    blocks.append(_footer(answerer, answer, lang))
+    blocks.append(feedback_buttons(group, lang))
+    return blocks
+
+
+def unknown_blocks(answerer: Answerer, group: Group, lang: str) -> list[dict]:
+    answer = group.answer
+    nearest = answerer.nearest(answer, lang)
+    if nearest:
+        body = f"*{label(lang, 'nearest')}*\n" + "\n".join(
+            f"• {escape(c.title)} (`{c.pattern_id}`, {c.confidence:.2f})" for c in nearest
+        )
+    else:
+        body = label(lang, "no_nearest")
+    return [
+        _section(f"{SEVERITY_EMOJI['unknown']} *{label(lang, 'unknown_title')}*"),
+        _line_context(group, lang),
+        _section(f"{label(lang, 'unknown_body')}\n{body}"),
+        _footer(answerer, answer, lang),
+        feedback_buttons(group, lang),
+    ]
+
+
+def group_blocks(answerer: Answerer, group: Group, lang: str) -> list[dict]:
+    if group.answer["known"]:
+        return known_blocks(answerer, group, lang)
+    return unknown_blocks(answerer, group, lang)
+
+
+def _one_liner(group: Group, lang: str) -> str:
+    answer = group.answer
+    title = answer["title"][lang] if answer["known"] else label(lang, "unknown_title")
+    text = f"• {SEVERITY_EMOJI[group.severity]} {escape(title)}"
+    text += f" ×{group.count}" if group.count > 1 else ""
+    return text + " — " + _code(answer["line"], 80)
+
+
+def _listing(head: str, rows: list[str]) -> str:
+    """Whole rows up to Slack's text limit, then a count of the rows left out (never half a row,
+    which could leave a code span open)."""
+    text = head
+    for i, row in enumerate(rows):
+        if len(text) + len(row) + 12 > TEXT_LIMIT:
+            return text + f"\n… +{len(rows) - i}"
+        text += "\n" + row
+    return text
+
+
+def fallback_text(reply: Reply, lang: str) -> str:
+    """Notification and screen-reader text: the first (most severe) answer's title."""
+    first = reply.groups[0]
+    title = first.answer["title"][lang] if first.answer["known"] else label(lang, "unknown_title")
+    head = f"[{label(lang, first.severity)}] {title}"
+    if reply.total > 1:
+        head += " — " + label(lang, "summary", total=reply.total, distinct=len(reply.groups),
+                              counts=severity_counts_text(reply.severity_counts(), lang))
+    return head
+
+
+def reply_blocks(answerer: Answerer, reply: Reply, lang: str) -> list[dict]:
+    """The whole message: a single answer, or a summary, the most severe answers, the rest listed."""
+    if reply.total == 1 and len(reply.groups) == 1:
+        return group_blocks(answerer, reply.groups[0], lang)
+    blocks = [_section("*" + escape(label(
+        lang, "summary", total=reply.total, distinct=len(reply.groups),
+        counts=severity_counts_text(reply.severity_counts(), lang))) + "*")]
+    for group in reply.groups[:DETAILED]:
+        blocks.append({"type": "divider"})
+        blocks += group_blocks(answerer, group, lang)
+    rest = reply.groups[DETAILED:]
+    if rest:
+        blocks.append({"type": "divider"})
+        blocks.append(_section(_listing(f"*{label(lang, 'others')}*", [_one_liner(g, lang) for g in rest])))
+    if reply.skipped:
+        blocks.append(_context(label(lang, "skipped", max=reply.total, skipped=reply.skipped)))
+    return blocks
