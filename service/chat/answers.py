@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import urlencode
 
 from indexer.texts import decode_value
 from service.chat.store import ChatStore, StoredAnswer, StoredReply
@@ -145,7 +145,8 @@ class Answerer:
         return out
 
     def link(self, answer: dict) -> str | None:
-        """The web page explaining this line, when ``EXPLAINLOG_WEB_URL`` names one."""
+        """The web page's permalink for this line (``/#q=...``, the form service/http's page
+        reads), when ``EXPLAINLOG_WEB_URL`` names the service."""
         if not self.web_url:
             return None
-        return f"{self.web_url}/?line={quote(answer['line'][:LINK_LINE_CHARS], safe='')}"
+        return f"{self.web_url}/#{urlencode({'q': answer['line'][:LINK_LINE_CHARS]})}"

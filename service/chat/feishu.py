@@ -262,8 +262,13 @@ def feishu_route(bot: FeishuBot, settings: FeishuSettings) -> Route:
     return Route(EVENTS_PATH, feishu_events, methods=["POST"])
 
 
+def long_connection_client(settings: FeishuSettings, bot: FeishuBot, auto_reconnect: bool = True) -> "lark.ws.Client":
+    """lark-oapi's WebSocket client: it asks ``{domain}/callback/ws/endpoint`` for a socket URL,
+    dials out, and feeds each event frame to the same dispatcher the HTTP mode uses."""
+    return lark.ws.Client(settings.app_id, settings.app_secret, event_handler=bot.dispatcher(),
+                          domain=settings.domain, log_level=lark.LogLevel.INFO, auto_reconnect=auto_reconnect)
+
+
 def run_long_connection(settings: FeishuSettings, bot: FeishuBot) -> None:
-    """Dial out to Feishu over its WebSocket long connection and serve until killed."""
-    client = lark.ws.Client(settings.app_id, settings.app_secret, event_handler=bot.dispatcher(),
-                            domain=settings.domain, log_level=lark.LogLevel.INFO)
-    client.start()
+    """Dial out to Feishu over its long connection (no public address needed); serve until killed."""
+    long_connection_client(settings, bot).start()

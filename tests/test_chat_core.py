@@ -1,0 +1,197 @@
+"""The chat bots' shared core: reading pasted text, languages, ordering, limits, store, secrets."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from chat_fakes import SEED_AFFINITY, SEED_CDB, SEED_FLUSHES, SEED_IB, UNRELATED
+from service.chat.answers import Answerer
+from service.chat.blocks import reply_blocks
+from service.chat.cards import reply_card
+from service.chat.config import ChatConfigError, FeishuSettings, SlackSettings
+from service.chat.logs import REDACTED, SecretFilter
+from service.chat.messages import parse_request, strip_feishu_mentions, unescape_slack, written_language
+from service.chat.ratelimit import RateLimiter
+from service.chat.store import ChatStore, UnknownAnswer
+
+SEED_LOG = __import__("pathlib").Path(__file__).resolve().parent.parent / "samples" / "seed_training.log"
+
+
+# ---- reading a message -----------------------------------------------------------------------
+def test_slack_escaping_is_undone_so_the_explainer_sees_the_real_line():
+    slack_text = ("<@U0BOT> cc0af148112143078d5c88b5e68679fd-task0-0:133:202 [0] NCCL INFO NET/IB : Using "
+                  "[0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; OOB eth0:10.244.174.137&lt;0&gt;")
+    request = parse_request(unescape_slack(slack_text))
+    assert request.lines == [SEED_IB]
+
+
+def test_slack_links_become_their_text_and_ampersands_survive():
+    text = unescape_slack("see <http://10.0.0.1:8080/x|10.0.0.1:8080/x> and <mailto:a@b.c|a@b.c> a &amp;&amp; b &amp;lt;")
+    assert text == "see 10.0.0.1:8080/x and a@b.c a && b &lt;"
+
+
+def test_code_fences_hold_the_lines_and_the_words_around_them_set_the_language():
+    text = f"这几行是什么意思？\n```\n{SEED_AFFINITY}\n\n{SEED_CDB}\n```"
+    request = parse_request(text)
+    assert request.lines == [SEED_AFFINITY, SEED_CDB]
+    assert request.written_in == "zh"
+    assert request.lang is None
+
+
+def test_leading_flags_choose_a_language_and_are_not_lines():
+    request = parse_request(f"/explain --en --zh {SEED_CDB}")
+    assert request.lang == "zh"
+    assert request.lines == [SEED_CDB]
+    assert parse_request("--en").lines == []
+    # A flag-looking token inside a line is part of the line.
+    assert parse_request("python train.py --zh").lines == ["python train.py --zh"]
+
+
+def test_crlf_inline_code_and_blank_lines():
+    request = parse_request(f"`{SEED_CDB}`\r\n\r\n  {SEED_AFFINITY}  \r\n")
+    assert request.lines == [SEED_CDB, SEED_AFFINITY]
+
+
+def test_lines_beyond_the_limit_are_counted_not_lost_silently():
+    request = parse_request("\n".join(f"line {i}" for i in range(60)), max_lines=50)
+    assert len(request.lines) == 50 and request.skipped == 10
+
+
+def test_one_chinese_file_name_does_not_make_an_english_message_chinese():
+    assert written_language("OSError: /data/数/x.bin not found") == "en"
+    assert written_language("训练挂了 NCCL timeout") == "zh"
+
+
+def test_feishu_mention_keys_are_removed():
+    assert strip_feishu_mentions("@_user_1 /explain x").strip() == "/explain x"
+
+
+# ---- rate limit ------------------------------------------------------------------------------
+def test_rate_limit_per_user_with_a_polite_wait():
+    now = [1000.0]
+    limiter = RateLimiter(2, window=60, clock=lambda: now[0])
+    assert limiter.acquire("slack:U1") is None
+    assert limiter.acquire("slack:U1") is None
+    wait = limiter.acquire("slack:U1")
+    assert wait == pytest.approx(60.0)
+    assert limiter.acquire("slack:U2") is None  # other users are unaffected
+    assert "60" in limiter.message(wait, "en") and "try again" in limiter.message(wait, "en")
+    assert "秒后再试" in limiter.message(wait, "zh")
+    now[0] += 60.5
+    assert limiter.acquire("slack:U1") is None
+
+
+# ---- store -----------------------------------------------------------------------------------
+def _reply(store: ChatStore, answer: dict) -> str:
+    from service.chat.store import StoredAnswer
+
+    store.save_reply("r1", "slack", 1, 0, [StoredAnswer("a1", 1, answer)])
+    return "a1"
+
+
+def test_feedback_rows_carry_the_line_and_the_answer_and_a_second_click_replaces_the_first(tmp_path):
+    store = ChatStore(tmp_path / "chat.sqlite3")
+    answer = {"line": "x", "pattern_id": "p.q", "confidence": 0.9, "known": True}
+    _reply(store, answer)
+    store.record_feedback("a1", "wrong", "U1", "slack")
+    store.record_feedback("a1", "helped", "U1", "slack")
+    store.record_feedback("a1", "wrong", "U2", "slack")
+    reopened = ChatStore(tmp_path / "chat.sqlite3")
+    rows = list(reopened.feedback())
+    assert [(r["user"], r["verdict"]) for r in rows] == [("U1", "helped"), ("U2", "wrong")]
+    assert rows[0]["line"] == "x" and rows[0]["answer"] == answer and rows[0]["pattern_id"] == "p.q"
+    with pytest.raises(UnknownAnswer):
+        reopened.record_feedback("nope", "helped", "U1", "slack")
+    with pytest.raises(ValueError):
+        reopened.record_feedback("a1", "meh", "U1", "slack")
+
+
+def test_language_choice_is_remembered_across_restarts(tmp_path):
+    ChatStore(tmp_path / "c.sqlite3").set_language("slack:U1", "zh")
+    assert ChatStore(tmp_path / "c.sqlite3").language("slack:U1") == "zh"
+    assert ChatStore(tmp_path / "c.sqlite3").language("slack:U2") is None
+
+
+# ---- secrets ---------------------------------------------------------------------------------
+def test_settings_never_show_secrets_and_name_missing_variables():
+    settings = SlackSettings.from_env("http", {"SLACK_BOT_TOKEN": "xoxb-1-secret-token", "SLACK_SIGNING_SECRET": "sign-secret-value"})
+    assert "secret" not in repr(settings)
+    with pytest.raises(ChatConfigError, match="SLACK_SIGNING_SECRET"):
+        SlackSettings.from_env("http", {"SLACK_BOT_TOKEN": "xoxb-1"})
+    with pytest.raises(ChatConfigError, match="xapp-"):
+        SlackSettings.from_env("socket", {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xoxb-wrong-kind"})
+    with pytest.raises(ChatConfigError, match="FEISHU_ENCRYPT_KEY"):
+        FeishuSettings.from_env("http", {"FEISHU_APP_ID": "cli_1", "FEISHU_APP_SECRET": "s3cret-app"})
+    feishu = FeishuSettings.from_env("ws", {"FEISHU_APP_ID": "cli_1", "FEISHU_APP_SECRET": "s3cret-app"})
+    assert "s3cret" not in repr(feishu) and feishu.domain == "https://open.feishu.cn"
+
+
+def test_log_filter_scrubs_secrets_from_messages_arguments_and_tracebacks():
+    records: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    handler = Collect()
+    handler.addFilter(SecretFilter(["xoxb-very-secret", "enc-key-123456"]))
+    logger = logging.getLogger("test.chat.secrets")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning("token %s in args", "xoxb-very-secret")
+        try:
+            raise RuntimeError("failed with enc-key-123456")
+        except RuntimeError:
+            logger.exception("boom")
+    finally:
+        logger.removeHandler(handler)
+    text = "\n".join(records)
+    assert "xoxb-very-secret" not in text and "enc-key-123456" not in text
+    assert f"token {REDACTED} in args" in text
+    assert f"RuntimeError: failed with {REDACTED}" in text
+
+
+# ---- answers ---------------------------------------------------------------------------------
+@pytest.fixture
+def answerer(explainer, tmp_path):
+    return Answerer(explainer, ChatStore(tmp_path / "chat.sqlite3"), "https://explainlog.example/")
+
+
+def test_several_lines_are_grouped_most_severe_first(answerer):
+    lines = [SEED_AFFINITY, SEED_CDB, SEED_AFFINITY.replace("GPU 2 to ff0000", "GPU 0 to ff"), UNRELATED, SEED_FLUSHES]
+    reply = answerer.explain(lines, "slack")
+    assert reply.total == 5
+    order = [(g.severity, g.answer["pattern_id"], g.count) for g in reply.groups]
+    assert order[0] == ("warning", "deepspeed.zero3.allocator_cache_flushes", 1)
+    assert order[1] == ("unknown", None, 1)
+    assert set(order[2:]) == {("info", "nccl.init.affinity", 2), ("info", "deepspeed.comm.cdb_none", 1)}
+    assert reply.severity_counts() == {"warning": 1, "unknown": 1, "info": 3}
+    # The stored reply is exactly what was shown.
+    assert answerer.reload(reply.id).groups == reply.groups
+
+
+def test_decoded_fields_and_the_web_permalink(answerer):
+    reply = answerer.explain([SEED_AFFINITY], "slack")
+    answer = reply.groups[0].answer
+    notes = {n.name: n for n in answerer.field_notes(answer, "en")}
+    decoded = [n.decoded for n in notes.values() if n.decoded]
+    assert any("16-23" in d for d in decoded), notes
+    assert answerer.link(answer).startswith("https://explainlog.example/#q=cc0af148112143078d5c88b5e68679fd-task0-0%3A135")
+
+
+def test_the_whole_seed_log_fits_slack_and_feishu_limits(answerer):
+    lines = SEED_LOG.read_text(encoding="utf-8").splitlines()
+    reply = answerer.explain(lines, "slack")
+    assert reply.total == len(lines) == 40
+    for lang in ("en", "zh"):
+        blocks = reply_blocks(answerer, reply, lang)
+        assert len(blocks) <= 50
+        for block in blocks:
+            for text in [block.get("text", {}).get("text", "")] + [e.get("text", "") for e in block.get("elements", []) if isinstance(e.get("text"), str)]:
+                assert len(text) <= 3000
+        card = reply_card(answerer, reply, lang)
+        assert len(json.dumps(card, ensure_ascii=False).encode()) < 30_000
