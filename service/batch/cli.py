@@ -1,0 +1,193 @@
+"""``explainlog annotate``: annotate whole logs offline. Imports nothing heavy until it runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+EPILOG = """examples:
+  explainlog annotate train.log                          # summary table on a terminal
+  explainlog annotate logs/ -o report.html               # every file under logs/, one HTML report
+  explainlog annotate 'logs/**/*.log.gz' --format commented --lang zh -o annotated.txt
+  zcat rank*.log.gz | explainlog annotate - > annotated.jsonl     # JSONL when piped
+  explainlog annotate -j 2 big.log.zst --format jsonl --min-severity warning -o warnings.jsonl
+  explainlog annotate train.log --fail-on error && echo "no errors"
+  explainlog annotate --dask tcp://scheduler:8786 'fleet/**/*.log' -o out/ --format parquet
+
+formats (default: summary on a terminal, else jsonl; with -o, by extension: .html -> html,
+.json -> summary as JSON, .txt/.log -> commented):
+  jsonl      one JSON object per input line: file, line_number, line + the explain contract
+  commented  the original log unchanged, '# ...' explanations above explained lines
+  html       one offline page: summary, first error/warning, filters, zh/en, paged log
+  summary    entries by count (errors first) with first/last lines; unknown lines by template
+  parquet    (--dask only) partitioned Parquet instead of JSONL
+
+exit codes: 0 ok; 1 --fail-on threshold reached; 2 usage error or no readable input;
+3 some input was lost (unreadable file, truncated archive; the rest was annotated);
+130 interrupted (the output written so far is complete and valid).
+"""
+
+SEVERITIES = ("info", "warning", "error", "fatal")
+EXIT_FAIL_ON, EXIT_USAGE, EXIT_LOST_INPUT, EXIT_INTERRUPTED = 1, 2, 3, 130
+
+
+def register(subparsers) -> None:
+    annotate = subparsers.add_parser(
+        "annotate", help="annotate whole logs offline (files, directories, globs, '-')",
+        description="Annotate every line of whole logs with the knowledge base; streams, never loads a file into memory.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    annotate.add_argument("paths", nargs="+", metavar="PATH", help="file, directory (recursive), glob, or '-' for stdin")
+    annotate.add_argument("-o", "--output", metavar="OUT", help="output file (a directory with --dask); default stdout")
+    annotate.add_argument("--format", choices=("jsonl", "commented", "html", "summary", "parquet"), default=None)
+    annotate.add_argument("--lang", choices=("en", "zh", "both"), default="both", help="language of comments and summary")
+    annotate.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="worker processes (output order is kept)")
+    annotate.add_argument("--only-known", action="store_true", help="explain only known lines; others get a compact record")
+    annotate.add_argument("--min-severity", choices=SEVERITIES, help="explain only lines at least this severe")
+    annotate.add_argument("--fail-on", choices=SEVERITIES, metavar="SEVERITY",
+                          help="exit 1 if any line is at least this severe (info|warning|error|fatal)")
+    annotate.add_argument("--hide-context", action="store_true", help="commented: no comment above context-role lines")
+    annotate.add_argument("--regex-only", action="store_true", help="skip the semantic tier (no model load)")
+    annotate.add_argument("--max-line-bytes", type=int, default=1 << 20, metavar="N",
+                          help="keep at most N bytes of a line (longer lines are cut and reported)")
+    annotate.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster (scheduler address, e.g. tcp://host:8786)")
+    annotate.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    annotate.set_defaults(func=run_annotate)
+
+
+def _choose_format(args: argparse.Namespace) -> str:
+    if args.format:
+        return args.format
+    if args.dask:
+        return "jsonl"
+    if args.output:
+        lower = args.output.lower()
+        if lower.endswith((".html", ".htm")):
+            return "html"
+        if lower.endswith(".json"):
+            return "summary"
+        if lower.endswith((".txt", ".log")):
+            return "commented"
+        return "jsonl"
+    return "summary" if sys.stdout.isatty() else "jsonl"
+
+
+def _writer(fmt: str, out, options, args, multi: bool):
+    if fmt == "jsonl":
+        from service.batch.write_jsonl import JsonlWriter
+
+        return JsonlWriter(out)
+    if fmt == "commented":
+        from service.batch.write_commented import CommentedWriter
+
+        return CommentedWriter(out, options, multi)
+    if fmt == "html":
+        from service.batch.write_html import HtmlWriter
+
+        return HtmlWriter(out, options)
+    from service.batch.write_summary import SummaryWriter
+
+    as_json = bool(args.output and args.output.lower().endswith(".json"))
+    return SummaryWriter(out, "zh" if args.lang == "zh" else "en", as_json)
+
+
+def exit_code(summary, fail_on: str | None, had_input: bool) -> int:
+    from service.batch.summary import SEVERITY_RANK
+
+    if summary.interrupted:
+        return EXIT_INTERRUPTED
+    if not had_input:
+        return EXIT_USAGE
+    if summary.lost_input():
+        return EXIT_LOST_INPUT
+    if fail_on:
+        worst = summary.worst_severity()
+        if worst is not None and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on]:
+            return EXIT_FAIL_ON
+    return 0
+
+
+def run_annotate(args: argparse.Namespace) -> int:
+    from service.batch.inputs import discover
+    from service.batch.options import Options
+
+    fmt = _choose_format(args)
+    if fmt == "parquet" and not args.dask:
+        print("explainlog annotate: --format parquet needs --dask (use jsonl locally)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.jobs < 1 or args.max_line_bytes < 1:
+        print("explainlog annotate: -j and --max-line-bytes must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    options = Options(
+        format=fmt, lang=args.lang, only_known=args.only_known, min_severity=args.min_severity,
+        hide_context=args.hide_context, semantic=not args.regex_only,
+    )
+    if args.dask:
+        return _run_dask(args, fmt, options)
+    sources, problems = discover(args.paths)
+    for problem in problems:
+        print(f"explainlog: {problem}", file=sys.stderr)
+    if not sources:
+        print("explainlog annotate: no readable input", file=sys.stderr)
+        return EXIT_USAGE if not problems or all(p.kind != "empty" for p in problems) else 0
+    return _run_local(args, fmt, options, sources, problems)
+
+
+def _run_local(args, fmt, options, sources, problems) -> int:
+    from service.batch.pipeline import Limits, annotate_sources
+    from service.batch.progress import Progress
+    from service.explainer import Explainer
+
+    explainer = Explainer(kb_dir=args.kb, index_dir=args.index, model_path=args.model, index_policy=args.index_policy)
+    total = sum(s.size or 0 for s in sources) if all(not s.is_stdin for s in sources) else None
+    progress = Progress(total, enabled=False if args.no_progress else None)
+    out = open(args.output, "wb") if args.output else sys.stdout.buffer
+    try:
+        writer = _writer(fmt, out, options, args, multi=len(sources) > 1)
+        summary = annotate_sources(
+            sources, explainer, options, writer, jobs=args.jobs, progress=progress,
+            limits=Limits(max_line=args.max_line_bytes),
+        )
+        out.flush()
+    except BrokenPipeError:
+        # The reader of our stdout went away (``| head``): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+    summary.problems = problems + summary.problems
+    if sys.stderr.isatty() and fmt != "summary":
+        print(
+            f"explainlog annotate: {summary.total_lines:,} lines, {summary.known_lines:,} explained; "
+            f"worst severity: {summary.worst_severity() or 'none'}",
+            file=sys.stderr,
+        )
+    if summary.interrupted:
+        print(f"explainlog annotate: interrupted after {summary.total_lines:,} lines; output is valid up to there",
+              file=sys.stderr)
+    return exit_code(summary, args.fail_on, had_input=True)
+
+
+def _run_dask(args, fmt, options) -> int:
+    from service.batch.fleet import annotate_to_directory
+    from service.batch.write_summary import render_summary
+
+    if not args.output:
+        print("explainlog annotate: --dask needs -o DIRECTORY for the partitioned output", file=sys.stderr)
+        return EXIT_USAGE
+    if fmt not in ("jsonl", "parquet"):
+        print("explainlog annotate: with --dask, --format is jsonl or parquet", file=sys.stderr)
+        return EXIT_USAGE
+    from dask.distributed import Client
+
+    with Client(args.dask) as client:
+        summary = annotate_to_directory(
+            args.paths, args.output, fmt=fmt, client=client, kb_dir=args.kb, index_dir=args.index,
+            model_path=args.model, index_policy=args.index_policy, semantic=options.semantic,
+            only_known=options.only_known, min_severity=options.min_severity,
+        )
+    sys.stdout.write(render_summary(summary, "zh" if args.lang == "zh" else "en"))
+    return exit_code(summary, args.fail_on, had_input=summary.total_lines > 0 or bool(summary.files))

@@ -1,0 +1,480 @@
+"""The batch engine: the spine's answers for a million lines without a million spine calls.
+
+A training log repeats a few hundred *shapes* (a line with its digits replaced by ``0``) over
+and over. Everything the spine does before choosing an answer is digit-closed (see
+``digit_closure``): lines of one shape peel the same prefixes at the same offsets, and hit the
+same KB patterns unless a digit-sensitive pattern could match the shape. So per shape the
+engine learns once, from the first line, where the message and each context value sit and
+which answer applies; later lines of the shape cost a slice, a dict build and a lookup.
+
+Answers come from ``Explainer.explain_many`` itself (never rebuilt here), cached by shape when
+they cannot vary within it, else by message. Lines the regex tier cannot answer are sent to the
+spine in one batch per chunk, so the semantic tier embeds each unknown template once. The
+first line of every new shape is checked against a full ``explain_many`` call; a shape whose
+fast answer differed is demoted to the slow path and counted in ``mismatches``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import orjson
+
+from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
+from service.batch.digit_closure import digit_closure, digit_hazard, line_shape
+from service.batch.reader import Chunk
+from service.batch.summary import Summary
+
+CONTRACT_KEYS = (
+    "line", "known", "confidence", "pattern_id", "tier", "component", "severity", "role",
+    "title", "explanation", "action", "fields", "context", "candidates",
+)
+_MID_KEYS = CONTRACT_KEYS[1:12]  # known .. fields: what comes between "line" and "context"
+_DIGIT = re.compile(r"\d")
+_STR_SHAPE = str.maketrans("123456789", "000000000")
+SHAPE_LIMIT = 100_000
+MESSAGE_LIMIT = 100_000
+
+
+class Answer:
+    """One distinct answer (everything but the line and its context), shared by many lines."""
+
+    __slots__ = ("data", "key", "template", "rank", "uid", "mid", "tail")
+
+    def __init__(self, answer: dict, template: str | None) -> None:
+        self.data = {k: answer[k] for k in CONTRACT_KEYS if k not in ("line", "context")}
+        self.template = template
+        # The summary groups known lines by entry and unknown ones by masked template.
+        self.key = ("k", answer["pattern_id"]) if answer["known"] else ("u", template or "")
+        self.rank = {"info": 0, "warning": 1, "error": 2, "fatal": 3}.get(answer["severity"], -1)
+        self.mid = orjson.dumps({k: answer[k] for k in _MID_KEYS})[1:-1]
+        self.tail = orjson.dumps({"candidates": answer["candidates"]})[1:-1]
+        self.uid = hashlib.blake2b(self.mid + self.tail, digest_size=12).digest()
+
+    @property
+    def known(self) -> bool:
+        return self.data["known"]
+
+    def meta(self) -> dict:
+        d = self.data
+        return {"severity": d["severity"], "component": d["component"], "role": d["role"], "title": d["title"]}
+
+
+# answer modes of a shape
+FIXED = 0  # one answer for every line of the shape
+BY_MESSAGE = 1  # answer depends on the message: cached per message
+PENDING = 2  # one answer for the shape, not computed yet (unknown to the regex tier)
+
+
+@dataclass(eq=False)
+class Shape:
+    fast: bool  # message and context come from fixed slices (else: normalize_line per line)
+    lead: int = 0
+    end: int | None = None  # message = text[lead:end]
+    ctx_items: tuple = ()  # (key, constant or None, start, end)
+    ctx_const: dict | None = None  # the context when it has no per-line part
+    mode: int = BY_MESSAGE
+    answer: Answer | None = None
+    template: str | None = None
+    embedded: str | None = None  # the text the spine's semantic tier keys its answers by
+    checked: bool = False
+
+
+@dataclass
+class Annotated:
+    """One chunk's lines with their answers (and contexts, when asked for)."""
+
+    chunk: Chunk
+    texts: list[str]
+    answers: list[Answer]
+    contexts: list[dict] | None
+    undecodable: list[int] = field(default_factory=list)  # lines whose bytes are not UTF-8
+    summary: Summary = field(default_factory=Summary)
+
+
+class Engine:
+    """Annotate chunks with one ``Explainer``; one engine per process (it is not thread-safe)."""
+
+    def __init__(self, explainer: Any, semantic: bool = True, verify: str = "sample") -> None:
+        """``verify``: check the first line of each new shape against a full spine call
+        ("all"), of the first 256 and then every 64th ("sample"), or never ("off")."""
+        self.explainer = explainer
+        self.semantic = semantic
+        self.verify = verify
+        self.mismatches = 0
+        self._learned = 0
+        self._shapes: dict[bytes, Shape] = {}
+        self._messages: dict[Any, Answer] = {}
+        self._by_embedded: dict[str, Answer] = {}
+        self._constraint_keys = tuple(sorted({k for e in explainer.entries for k in e.context}))
+        self._normalize_ok = all(
+            digit_closure(rx.pattern) == rx.pattern for rx in [ANSI, CONTROL] + [r for _, r in PREFIX_RULES]
+        )
+        self._hazard = _hazard([rx.pattern for rx, _ in MASKS])
+        kb_patterns = [
+            e.pattern for e in explainer.entries
+            if digit_closure(e.pattern) != e.pattern
+            or any(digit_closure(rx) != rx for rx in e.context.values())
+        ]
+        import re2
+
+        self._kb_guards, self._kb_unsure = _guards(kb_patterns, re2.compile, force=True)
+
+    # ---- shapes -----------------------------------------------------------------------------
+    def _new_shape(self, key: bytes, text: str) -> Shape:
+        if len(self._shapes) >= SHAPE_LIMIT:
+            self._shapes.clear()  # memory stays flat; shapes are relearned as they recur
+        normalized = normalize_line(text)
+        shape = self._learn_normalization(text, normalized)
+        self._shapes[key] = shape
+        self._learned += 1
+        shape.checked = not self._should_verify()
+        shaped = normalized.message.translate(_STR_SHAPE)
+        if not shape.fast or self._kb_unsure or any(g.search(shaped) for g in self._kb_guards):
+            return shape  # BY_MESSAGE: a digit-specific KB pattern might match some lines
+        hits = self.explainer.patterns.matching(normalized.message, normalized.context)
+        if hits:
+            if not self.explainer.patterns.group_names(hits[0]):
+                answer = self.explainer.explain_many([text], semantic=False)[0]
+                shape.mode, shape.answer = FIXED, Answer(answer, None)
+            return shape  # with named groups, fields (and so texts) vary line by line
+        if not normalized.message:
+            return shape
+        template = mask_message(normalized.message)
+        embedded = template[:512] if len(normalized.message) <= 2000 else mask_message(normalized.message[:2000])[:512]
+        if _DIGIT.search(template) or _DIGIT.search(embedded):
+            return shape  # the template itself varies with the digits
+        shape.template, shape.embedded = template, embedded
+        known = self._by_embedded.get(embedded)
+        if known is not None and known.template == template:
+            shape.mode, shape.answer = FIXED, known  # the spine's answer is a function of this text
+        else:
+            shape.mode = PENDING
+        return shape
+
+    def _should_verify(self) -> bool:
+        if self.verify == "all":
+            return True
+        if self.verify == "sample":
+            return self._learned <= 256 or self._learned % 64 == 0
+        return False
+
+    def _learn_normalization(self, text: str, normalized: NormalizedLine) -> Shape:
+        """Replay ``normalize_line`` on ``text`` recording spans; slices replace it later."""
+        if not self._normalize_ok:
+            return Shape(fast=False)
+        stripped = text.strip()
+        if clean_text(text) != stripped:
+            return Shape(fast=False)  # ANSI codes or control bytes: let the spine clean each line
+        offset = len(text) - len(text.lstrip())
+        rest = stripped
+        spans: dict[str, tuple[int, int]] = {}
+        progress = True
+        while progress and rest:
+            progress = False
+            for _, rule in PREFIX_RULES:
+                match = rule.match(rest)
+                if match and 0 < match.end() < len(rest):
+                    for name in rule.groupindex:
+                        if match.group(name) is not None:
+                            start, end = match.span(name)
+                            spans.setdefault(name, (offset + start, offset + end))
+                    after = rest[match.end():]
+                    rest = after.lstrip()
+                    offset += match.end() + len(after) - len(rest)
+                    progress = True
+                    break
+        trail = len(text) - len(text.rstrip())
+        end = len(text) - trail if trail else None
+        if text[offset:end] != normalized.message:
+            return Shape(fast=False)
+        items = []
+        for key, value in normalized.context.items():
+            if not _DIGIT.search(value):
+                items.append((key, value, 0, 0))
+                continue
+            span = spans.get(key) or (spans.get("level2") if key == "level" else None)
+            if span is None or text[span[0]:span[1]] != value:
+                return Shape(fast=False)  # composed values (glog date + time): per line
+            items.append((key, None, span[0], span[1]))
+        const = {k: v for k, v, _, _ in items} if all(v is not None for _, v, _, _ in items) else None
+        return Shape(fast=True, lead=offset, end=end, ctx_items=tuple(items), ctx_const=const)
+
+    # ---- answers ----------------------------------------------------------------------------
+    def _message_key(self, message: str, context: dict) -> Any:
+        if not self._constraint_keys:
+            return message
+        return (message,) + tuple(context.get(k) for k in self._constraint_keys)
+
+    def _resolve(self, texts: list[str], templates: list[str | None]) -> list[Answer]:
+        """Answers for distinct lines straight from the spine (one batch for the semantic tier)."""
+        answers = self.explainer.explain_many(texts, semantic=self.semantic)
+        return [
+            Answer(a, None if a["known"] else (template or self.explainer.template(text)))
+            for a, text, template in zip(answers, texts, templates)
+        ]
+
+    def _settle(self, shape: Shape, answer: Answer) -> None:
+        shape.mode, shape.answer = FIXED, answer
+        if len(self._by_embedded) >= MESSAGE_LIMIT:
+            self._by_embedded.clear()
+        self._by_embedded[shape.embedded] = answer  # type: ignore[index]
+
+    def annotate(self, chunk: Chunk, need_context: bool = True) -> Annotated:
+        lines = chunk.data.split(b"\n")
+        shapes = line_shape(chunk.data).split(b"\n")
+        texts, undecodable = _decode(chunk.data, lines)
+        n = len(lines)
+        answers: list[Answer | None] = [None] * n
+        contexts: list[dict] | None = [None] * n if need_context else None  # type: ignore[list-item]
+        pending: dict[Any, list[int]] = {}  # cache key -> line indices waiting for the spine
+        pending_text: dict[Any, str] = {}
+        pending_target: dict[Any, Shape | None] = {}
+        known_cache = self._messages
+        shape_cache = self._shapes
+        constraint = bool(self._constraint_keys)
+        hazards = self._hazard_lines(chunk.data)
+        for i in range(n):
+            text = texts[i]
+            shape = _SLOW if i in hazards else shape_cache.get(shapes[i])
+            if shape is None:
+                shape = self._new_shape(shapes[i], text)
+            if shape.fast:
+                message = text[shape.lead:shape.end]
+                context = shape.ctx_const
+                if context is None and (need_context or constraint):
+                    context = {k: (c if c is not None else text[b:e]) for k, c, b, e in shape.ctx_items}
+            else:
+                normalized = normalize_line(text)
+                message, context = normalized.message, normalized.context
+            if need_context:
+                contexts[i] = context if context is not None else {}  # type: ignore[index]
+            answer = shape.answer
+            if answer is None:
+                if shape.mode == PENDING:
+                    key: Any = shape
+                else:
+                    key = self._message_key(message, context or {}) if constraint else message
+                    answer = known_cache.get(key)
+                if answer is None:
+                    waiting = pending.get(key)
+                    if waiting is None:
+                        pending[key] = [i]
+                        pending_text[key] = text
+                        pending_target[key] = shape if shape.mode == PENDING else None
+                    else:
+                        waiting.append(i)
+                    continue
+            answers[i] = answer
+        if pending:
+            keys = list(pending)
+            resolved = self._resolve(
+                [pending_text[k] for k in keys],
+                [t.template if (t := pending_target[k]) is not None else None for k in keys],
+            )
+            if len(known_cache) + len(keys) > MESSAGE_LIMIT:
+                known_cache.clear()
+            for key, answer in zip(keys, resolved):
+                target = pending_target[key]
+                if target is not None:
+                    self._settle(target, answer)
+                else:
+                    known_cache[key] = answer
+                for i in pending[key]:
+                    answers[i] = answer
+        if self.verify != "off":
+            self._verify(texts, shapes, answers, contexts)
+        annotated = Annotated(chunk, texts, answers, contexts, undecodable)  # type: ignore[arg-type]
+        annotated.summary = self._tally(chunk, texts, answers, undecodable)  # type: ignore[arg-type]
+        return annotated
+
+    def _hazard_lines(self, data: bytes) -> set[int]:
+        """Lines whose digits a digit-specific mask rule could treat unlike their shape-mates;
+        they take the slow path and never teach a shape."""
+        if self._hazard is None:
+            return set()
+        if self._hazard is _ALWAYS:
+            return set(range(data.count(b"\n") + 1))
+        found: set[int] = set()
+        for match in self._hazard.finditer(data):
+            found.add(data.count(b"\n", 0, match.start()))
+        return found
+
+    def _verify(self, texts: list[str], shapes: list[bytes], answers: list, contexts: list | None) -> None:
+        """Compare the first line of each shape first seen in this chunk with the spine."""
+        seen: set[bytes] = set()
+        for i, key in enumerate(shapes):
+            shape = self._shapes.get(key)
+            if shape is None or shape.checked or key in seen:
+                continue
+            seen.add(key)
+            shape.checked = True
+            expected = self.explainer.explain_many([texts[i]], semantic=self.semantic)[0]
+            got = dict(answers[i].data, line=texts[i])
+            got["context"] = contexts[i] if contexts is not None else expected["context"]
+            if got != expected:
+                self.mismatches += 1
+                self._shapes[key] = Shape(fast=False, mode=BY_MESSAGE)
+
+    # ---- summaries --------------------------------------------------------------------------
+    def _tally(self, chunk: Chunk, texts: list[str], answers: list[Answer], undecodable: list[int]) -> Summary:
+        summary = Summary()
+        summary.ensure_file(chunk.source, "")
+        summary.lines_per_file[chunk.source] = chunk.n_lines
+        counts = Counter(answers)
+        last = dict(zip(answers, range(len(answers))))
+        first = dict(zip(reversed(answers), range(len(answers) - 1, -1, -1)))
+        base = chunk.first_line
+        for answer, count in counts.items():
+            _add(summary, chunk.source, answer, count, base + first[answer], base + last[answer], texts[first[answer]])
+        _notes(summary, chunk, undecodable, texts)
+        return summary
+
+    def summarize(self, chunk: Chunk) -> Summary:
+        """The summary of a chunk without annotating each line: shapes are counted in bulk, and
+        only lines whose answer can differ within their shape are looked at one by one."""
+        data = chunk.data
+        if self._hazard_lines(data):
+            return self.annotate(chunk, need_context=False).summary
+        shape_list = line_shape(data).split(b"\n")
+        counts = Counter(shape_list)
+        n = len(shape_list)
+        last = dict(zip(shape_list, range(n)))
+        first = dict(zip(reversed(shape_list), range(n - 1, -1, -1)))
+        lines: list[bytes] | None = None
+        texts_cache: dict[int, str] = {}
+        summary = Summary()
+        summary.ensure_file(chunk.source, "")
+        summary.lines_per_file[chunk.source] = chunk.n_lines
+        base = chunk.first_line
+        per_line: set[bytes] = set()
+        waiting: dict[Shape, list[bytes]] = {}
+
+        def text_at(i: int) -> str:
+            nonlocal lines
+            if i not in texts_cache:
+                if lines is None:
+                    lines = data.split(b"\n")
+                texts_cache[i] = lines[i].decode("utf-8", "replace")
+            return texts_cache[i]
+
+        for key, count in counts.items():
+            shape = self._shapes.get(key)
+            if shape is None:
+                shape = self._new_shape(key, text_at(first[key]))
+            if shape.answer is not None:
+                _add(summary, chunk.source, shape.answer, count, base + first[key], base + last[key], text_at(first[key]))
+            elif shape.mode == PENDING:
+                waiting.setdefault(shape, []).append(key)
+            else:
+                per_line.add(key)
+        if waiting:
+            shapes = list(waiting)
+            resolved = self._resolve([text_at(first[waiting[s][0]]) for s in shapes], [s.template for s in shapes])
+            for shape, answer in zip(shapes, resolved):
+                self._settle(shape, answer)
+                for key in waiting[shape]:
+                    _add(summary, chunk.source, answer, counts[key], base + first[key], base + last[key], text_at(first[key]))
+        if per_line:
+            if lines is None:
+                lines = data.split(b"\n")
+            index = [i for i, key in enumerate(shape_list) if key in per_line]
+            annotated = self.annotate(
+                Chunk(chunk.source, 0, b"\n".join(lines[i] for i in index), len(index)), need_context=False
+            )
+            answers = annotated.answers
+            counts_a = Counter(answers)
+            last_a = dict(zip(answers, index))
+            first_a = dict(zip(reversed(answers), reversed(index)))
+            for answer, count in counts_a.items():
+                _add(summary, chunk.source, answer, count, base + first_a[answer], base + last_a[answer], text_at(first_a[answer]))
+        undecodable = _undecodable(data)
+        _notes(summary, chunk, undecodable, None)
+        return summary
+
+
+_SLOW = Shape(fast=False, mode=BY_MESSAGE, checked=True)
+_ALWAYS = re.compile(b"")
+
+
+def _hazard(patterns: list[str]) -> re.Pattern[bytes] | None:
+    """One bytes regex over all digit-specific patterns' hazards (None: nothing to fear).
+
+    Word-boundary assertions are dropped: the masks see a message whose neighbours may have
+    been replaced already, so the hazard must not depend on them (dropping only widens it).
+    """
+    variants = []
+    for pattern in patterns:
+        hazard = digit_hazard(pattern)
+        if hazard == "":
+            return _ALWAYS
+        if hazard:
+            variants.append(hazard.replace("\\b", ""))
+    if not variants:
+        return None
+    try:
+        return re.compile("|".join(variants).encode())
+    except re.error:
+        return _ALWAYS
+
+
+def _guards(patterns: list[str], compile_: Callable, force: bool = False) -> tuple[list, bool]:
+    """Compiled digit closures of the patterns that are not digit-closed themselves."""
+    guards = []
+    for pattern in patterns:
+        closure = digit_closure(pattern)
+        if closure is None:
+            return [], True
+        if closure != pattern or force:
+            try:
+                guards.append(compile_(closure))
+            except Exception:
+                return [], True
+    return guards, False
+
+
+def _decode(data: bytes, lines: list[bytes]) -> tuple[list[str], list[int]]:
+    """Text of each line; undecodable bytes become U+FFFD and the line is noted."""
+    try:
+        return data.decode("utf-8").split("\n"), []
+    except UnicodeDecodeError:
+        pass
+    texts, bad = [], []
+    for i, raw in enumerate(lines):
+        try:
+            texts.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            texts.append(raw.decode("utf-8", "replace"))
+            bad.append(i)
+    return texts, bad
+
+
+def _undecodable(data: bytes) -> list[int]:
+    try:
+        data.decode("utf-8")
+        return []
+    except UnicodeDecodeError:
+        return _decode(data, data.split(b"\n"))[1]
+
+
+def _add(summary: Summary, source: int, answer: Answer, count: int, first: int, last: int, example: str) -> None:
+    kind, key = answer.key
+    if kind == "k":
+        summary.add_known(key, count, (source, first), (source, last), answer.meta())
+    else:
+        summary.add_unknown(key, count, (source, first), (source, last), example)
+
+
+def _notes(summary: Summary, chunk: Chunk, undecodable: list[int], texts: list[str] | None) -> None:
+    base = chunk.first_line
+    if undecodable:
+        summary.add_note(chunk.source, "undecodable", base + undecodable[0], len(undecodable))
+    if b"\0" in chunk.data:
+        with_nul = [i for i, line in enumerate(chunk.data.split(b"\n")) if b"\0" in line]
+        summary.add_note(chunk.source, "nul_bytes", base + with_nul[0], len(with_nul))
+    if chunk.cut:
+        summary.add_note(chunk.source, "long_line", base + min(chunk.cut), len(chunk.cut))

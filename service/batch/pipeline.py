@@ -1,0 +1,182 @@
+"""Run an annotation: read sources in order, annotate chunks (here or in workers), write.
+
+With ``jobs > 1`` the explainer is built once in the parent and inherited by ``fork``ed worker
+processes (copy-on-write; each worker loads the semantic index itself, once, if it meets a line
+the regex tier cannot answer). At most ``2 * jobs + 2`` chunks are in flight, so memory does not
+grow with the input, and results are written strictly in input order.
+
+Ctrl-C stops reading, drops work in flight, and lets the writer close its output properly
+(the HTML page gets its summary and script, the commented log a closing note). A SIGINT that
+arrives while a chunk is being written is deferred until that write is complete, so no output
+ever ends in half a record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import signal
+import sys
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Protocol
+
+from service.batch.engine import Engine
+from service.batch.inputs import Source
+from service.batch.options import Options
+from service.batch.problems import Problem
+from service.batch.process import ChunkResult, process_chunk
+from service.batch.progress import Progress
+from service.batch.reader import CHUNK_BYTES, MAX_LINE_BYTES, Chunk, SourceReader
+from service.batch.summary import Summary
+
+
+class Writer(Protocol):
+    def begin_source(self, name: str) -> None: ...
+    def write(self, data: bytes, result: ChunkResult) -> None: ...
+    def note(self, problem: Problem) -> None: ...
+    def close(self, summary: Summary) -> None: ...
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_line: int = MAX_LINE_BYTES
+    chunk_bytes: int = CHUNK_BYTES
+
+
+class _Interrupts:
+    """SIGINT raises KeyboardInterrupt, except inside a write, where it waits for the end."""
+
+    def __init__(self) -> None:
+        self.critical = False
+        self.pending = False
+
+    def handler(self, signum: int, frame: Any) -> None:
+        if self.critical:
+            self.pending = True
+        else:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def critical_section(self) -> Iterator[None]:
+        self.critical = True
+        try:
+            yield
+        finally:
+            self.critical = False
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+
+
+_WORKER: dict[str, Engine] = {}
+
+
+def _worker_init(explainer: Any, semantic: bool) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
+    _WORKER["engine"] = Engine(explainer, semantic=semantic)
+
+
+def _worker_run(chunk: Chunk, name: str, options: Options) -> ChunkResult:
+    return process_chunk(_WORKER["engine"], chunk, name, options)
+
+
+def _items(sources: list[Source], limits: Limits, progress: Progress) -> Iterator[tuple]:
+    """("begin", index, name), ("chunk", chunk, name) ..., ("end", index, problems) per source."""
+    for index, source in enumerate(sources):
+        yield ("begin", index, source.name)
+        found: list[Problem] = []
+        reader = SourceReader(source, index, found, limits.max_line, limits.chunk_bytes, progress.add_bytes)
+        for chunk in reader.chunks():
+            yield ("chunk", chunk, source.name)
+        yield ("end", index, found)
+
+
+def annotate_sources(
+    sources: list[Source],
+    explainer: Any,
+    options: Options,
+    writer: Writer,
+    jobs: int = 1,
+    progress: Progress | None = None,
+    limits: Limits = Limits(),
+    on_problem: Callable[[Problem], None] | None = None,
+) -> Summary:
+    """Annotate every source into ``writer``; returns the run's summary (interrupted or not)."""
+    progress = progress or Progress(None, enabled=False)
+    on_problem = on_problem or (lambda p: print(f"explainlog: {p}", file=sys.stderr))
+    summary = Summary()
+    for index, source in enumerate(sources):
+        summary.ensure_file(index, source.name)
+    guard = _Interrupts()
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, guard.handler) if in_main else None
+    pool = None
+    engine = None
+
+    def handle(item: tuple, result: ChunkResult | None = None) -> None:
+        kind = item[0]
+        if kind == "begin":
+            writer.begin_source(item[2])
+        elif kind == "end":
+            for problem in item[2]:
+                summary.problems.append(problem)
+                on_problem(problem)
+                writer.note(problem)
+        else:
+            chunk = item[1]
+            with guard.critical_section():
+                writer.write(chunk.data, result)  # type: ignore[arg-type]
+                summary.merge(result.summary)  # type: ignore[union-attr]
+            progress.add_lines(chunk.n_lines)
+
+    try:
+        if jobs <= 1:
+            engine = Engine(explainer, semantic=options.semantic)
+            for item in _items(sources, limits, progress):
+                if item[0] == "chunk":
+                    handle(item, process_chunk(engine, item[1], item[2], options))
+                else:
+                    handle(item)
+        else:
+            context = multiprocessing.get_context("fork")
+            pool = context.Pool(jobs, initializer=_worker_init, initargs=(explainer, options.semantic))
+            window: deque = deque()
+            in_flight = 0
+            for item in _items(sources, limits, progress):
+                if item[0] == "chunk":
+                    window.append((item, pool.apply_async(_worker_run, (item[1], item[2], options))))
+                    in_flight += 1
+                else:
+                    window.append((item, None))
+                while window and (window[0][1] is None or in_flight >= 2 * jobs + 2):
+                    head, pending = window.popleft()
+                    if pending is not None:
+                        in_flight -= 1
+                        handle(head, pending.get())
+                    else:
+                        handle(head)
+            while window:
+                head, pending = window.popleft()
+                handle(head, pending.get() if pending is not None else None)
+            pool.close()
+            pool.join()
+            pool = None
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        if in_main:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the closing write must not be cut short
+        try:
+            writer.close(summary)
+        finally:
+            if in_main:
+                signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+            progress.close()
+    if engine is not None and engine.mismatches:
+        print(f"explainlog: note: {engine.mismatches} line shape(s) fell back to the slow path", file=sys.stderr)
+    return summary

@@ -1,0 +1,97 @@
+"""One chunk in, one picklable result out: the unit of work for ``-j`` workers and Dask.
+
+Workers do everything that is per line (annotation, JSON encoding); what depends on the order
+of chunks (runs of comments spanning chunks, the HTML answer table, the summary) is left to the
+single writer in the parent, which receives results in input order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import orjson
+
+from service.batch.engine import Annotated, Answer, Engine
+from service.batch.options import Options
+from service.batch.reader import Chunk
+from service.batch.summary import Summary
+
+
+@dataclass
+class ChunkResult:
+    source: int
+    first_line: int
+    n_lines: int
+    payload: bytes = b""  # jsonl: the encoded records
+    refs: list[int] = field(default_factory=list)  # commented/html: table index per line, -1 = none
+    table: list[tuple[bytes, dict]] = field(default_factory=list)  # (answer uid, answer data)
+    undecodable: list[int] = field(default_factory=list)  # line indices within the chunk
+    cut: dict[int, int] = field(default_factory=dict)
+    summary: Summary = field(default_factory=Summary)
+
+
+def process_chunk(engine: Engine, chunk: Chunk, source_name: str, options: Options) -> ChunkResult:
+    result = ChunkResult(chunk.source, chunk.first_line, chunk.n_lines, cut=chunk.cut)
+    if options.format == "summary":
+        result.summary = engine.summarize(chunk)
+        return result
+    annotated = engine.annotate(chunk, need_context=options.format == "jsonl")
+    result.summary = annotated.summary
+    result.undecodable = annotated.undecodable
+    if options.format == "jsonl":
+        result.payload = encode_jsonl(annotated, source_name, options, result.undecodable)
+    else:
+        result.refs, result.table = _references(annotated, options)
+    return result
+
+
+def qualifies(answer: Answer, options: Options) -> bool:
+    """Whether a line is explained in full under ``--only-known`` / ``--min-severity``."""
+    return answer.rank >= options.min_rank
+
+
+def encode_jsonl(annotated: Annotated, source_name: str, options: Options, undecodable: list[int]) -> bytes:
+    """One JSON object per line: file, line_number, then the spine's contract keys in order.
+
+    Lines filtered out by ``--only-known`` / ``--min-severity`` keep a compact record (file,
+    line_number, line, known, and pattern_id/severity when known) so lines in = lines out.
+    """
+    dumps = orjson.dumps
+    file_json = dumps(source_name)
+    base = annotated.chunk.first_line
+    contexts = annotated.contexts or [{}] * len(annotated.texts)
+    minimum = options.min_rank
+    out: list[bytes] = []
+    append = out.append
+    for i, (text, answer, context) in enumerate(zip(annotated.texts, annotated.answers, contexts)):
+        if answer.rank >= minimum:
+            append(b'{"file":%b,"line_number":%d,"line":%b,%b,"context":%b,%b}\n'
+                   % (file_json, base + i, dumps(text), answer.mid, dumps(context), answer.tail))
+        elif answer.known:
+            append(b'{"file":%b,"line_number":%d,"line":%b,"known":true,"pattern_id":%b,"severity":%b}\n'
+                   % (file_json, base + i, dumps(text), dumps(answer.data["pattern_id"]), dumps(answer.data["severity"])))
+        else:
+            append(b'{"file":%b,"line_number":%d,"line":%b,"known":false}\n' % (file_json, base + i, dumps(text)))
+    marks = {i: b',"undecodable":true' for i in undecodable}
+    for i, length in annotated.chunk.cut.items():
+        marks[i] = marks.get(i, b"") + b',"cut_from_bytes":%d' % length
+    for i, mark in marks.items():
+        out[i] = out[i][:-2] + mark + b"}\n"
+    return b"".join(out)
+
+
+def _references(annotated: Annotated, options: Options) -> tuple[list[int], list[tuple[bytes, dict]]]:
+    index: dict[int, int] = {}
+    table: list[tuple[bytes, dict]] = []
+    refs: list[int] = []
+    minimum = options.min_rank
+    for answer in annotated.answers:
+        if answer.rank < minimum or not answer.known:
+            refs.append(-1)
+            continue
+        position = index.get(id(answer))
+        if position is None:
+            position = index[id(answer)] = len(table)
+            table.append((answer.uid, answer.data))
+        refs.append(position)
+    return refs, table

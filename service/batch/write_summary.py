@@ -1,0 +1,92 @@
+"""``--format summary``: the run as a table a person reads first, errors at the top.
+
+Plain text (no colour) so it reads the same on a terminal, in a CI log and in a file; with an
+output path ending in ``.json`` the same summary is written as JSON for scripts.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from service.batch.summary import Summary
+
+MAX_TEMPLATES_SHOWN = 40
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_summary(summary: Summary, lang: str = "en") -> str:
+    lang = "zh" if lang == "zh" else "en"
+    total = summary.total_lines
+    known = summary.known_lines
+    share = f"{known / total:.1%}" if total else "-"
+    files = len([f for f in summary.files if f])
+    out = [
+        f"explainlog summary: {total:,} lines in {files} input(s); {known:,} explained ({share}), "
+        f"{summary.unknown_lines:,} unknown in {len(summary.templates):,} template(s)"
+        + (" — INTERRUPTED, partial" if summary.interrupted else ""),
+    ]
+    counts = summary.severity_counts()
+    out.append("severity: " + " · ".join(f"{name} {counts[name]:,}" for name in counts) + f" · unknown {summary.unknown_lines:,}")
+    out.append(f"first error: {summary.where(summary.first_at_least('error'))}    "
+               f"first warning: {summary.where(summary.first_at_least('warning'))}")
+    problems = summary.all_problems()
+    if problems:
+        out.append("")
+        out.append(f"problems with the input ({len(problems)}):")
+        out += [f"  {p}" for p in problems[:50]]
+        if len(problems) > 50:
+            out.append(f"  ... and {len(problems) - 50} more")
+    out.append("")
+    ranked = summary.ranked_entries()
+    if ranked:
+        width = max(len(summary.where(s.first)) for _, s in ranked)
+        width = min(max(width, 5), 48)
+        out.append(f"{'SEVERITY':<9} {'COUNT':>10}  {'FIRST':<{width}}  {'LAST':<{width}}  ENTRY")
+        for pattern_id, stat in ranked:
+            out.append(
+                f"{stat.severity:<9} {stat.count:>10,}  {_cut(summary.where(stat.first), width):<{width}}  "
+                f"{_cut(summary.where(stat.last), width):<{width}}  {pattern_id} — {stat.title.get(lang, '')}"
+            )
+    else:
+        out.append("no line matched a KB entry")
+    templates = summary.ranked_templates()
+    if templates:
+        out.append("")
+        out.append("lines nobody explains, grouped by template (most frequent first):")
+        width = min(max(len(summary.where(s.first)) for _, s in templates[:MAX_TEMPLATES_SHOWN]), 48)
+        out.append(f"{'COUNT':>10}  {'FIRST':<{width}}  TEMPLATE")
+        for template, tstat in templates[:MAX_TEMPLATES_SHOWN]:
+            out.append(f"{tstat.count:>10,}  {_cut(summary.where(tstat.first), width):<{width}}  {_cut(template, 160)}")
+        if len(templates) > MAX_TEMPLATES_SHOWN:
+            rest = sum(s.count for _, s in templates[MAX_TEMPLATES_SHOWN:])
+            out.append(f"{rest:>10,}  ... in {len(templates) - MAX_TEMPLATES_SHOWN:,} more template(s)")
+    if summary.untracked_unknown:
+        out.append(f"{summary.untracked_unknown:>10,}  ... unknown lines in templates beyond the tracking limit")
+    return "\n".join(out) + "\n"
+
+
+class SummaryWriter:
+    """Writes nothing while lines stream by; the whole summary at the end."""
+
+    def __init__(self, out, lang: str, as_json: bool) -> None:
+        self.out = out
+        self.lang = lang
+        self.as_json = as_json
+
+    def begin_source(self, name: str) -> None:
+        pass
+
+    def write(self, data: bytes, result) -> None:
+        pass
+
+    def note(self, problem) -> None:
+        pass  # problems are part of the summary itself
+
+    def close(self, summary: Summary) -> None:
+        if self.as_json:
+            self.out.write(orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        else:
+            self.out.write(render_summary(summary, self.lang).encode("utf-8"))
