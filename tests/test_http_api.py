@@ -1,0 +1,219 @@
+"""The HTTP API over a real uvicorn server: the answer contract, the KB browser, operations
+endpoints, offline docs, the optional token and CORS."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import httpx
+import pytest
+
+from http_testing import AFFINITY_LINE, CDB_LINE, FLUSH_LINE, IB_LINE, UNRELATED_LINE, serve
+from service.explainer import CONTRACT_KEYS, Explainer
+from service.http.settings import Settings
+
+
+@pytest.fixture(scope="module")
+def server(explainer):
+    with serve(explainer) as running:
+        yield running
+
+
+@pytest.fixture
+def client(server):
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        yield c
+
+
+def test_post_lines_answers_in_order_with_the_contract_keys(client):
+    lines = [FLUSH_LINE, UNRELATED_LINE, IB_LINE, CDB_LINE]
+    response = client.post("/v1/explain", json={"lines": lines})
+    assert response.status_code == 200
+    answers = response.json()["answers"]
+    assert [a["line"] for a in answers] == lines
+    assert all(tuple(a) == CONTRACT_KEYS for a in answers)
+    assert [a["pattern_id"] for a in answers] == [
+        "deepspeed.zero3.allocator_cache_flushes", None, "nccl.net.ib_devices", "deepspeed.comm.cdb_none"
+    ]
+    assert answers[0]["severity"] == "warning" and answers[0]["tier"] == "regex"
+    assert "Relaxed Ordering" in answers[2]["explanation"]["en"]
+    unknown = answers[1]
+    assert unknown["known"] is False and unknown["tier"] is None and unknown["title"] is None
+    assert 1 <= len(unknown["candidates"]) <= 3
+
+
+def test_answers_match_the_explainer_exactly(client, explainer):
+    lines = open("samples/seed_training.log", encoding="utf-8").read().splitlines()
+    answers = client.post("/v1/explain", json={"lines": lines}).json()["answers"]
+    assert answers == json.loads(json.dumps(explainer.explain_many(lines)))
+
+
+def test_affinity_line_decodes_the_cpu_mask(client):
+    answer = client.get("/v1/explain", params={"line": AFFINITY_LINE}).json()
+    assert answer["pattern_id"] == "nccl.init.affinity"
+    assert "16-23" in answer["explanation"]["en"]
+
+
+def test_text_paste_skips_blank_lines_and_strips_crlf(client):
+    text = f"{CDB_LINE}\r\n\r\n   \n{IB_LINE}\r\n"
+    answers = client.post("/v1/explain", json={"text": text}).json()["answers"]
+    assert [a["pattern_id"] for a in answers] == ["deepspeed.comm.cdb_none", "nccl.net.ib_devices"]
+
+
+def test_plain_text_body_is_a_paste(client):
+    response = client.post(
+        "/v1/explain?lang=zh", content=f"{CDB_LINE}\n{IB_LINE}\n".encode(), headers={"content-type": "text/plain"}
+    )
+    answers = response.json()["answers"]
+    assert [a["pattern_id"] for a in answers] == ["deepspeed.comm.cdb_none", "nccl.net.ib_devices"]
+    assert set(answers[0]["title"]) == {"zh"}
+
+
+def test_lang_keeps_one_language_with_the_same_shape(client):
+    zh = client.post("/v1/explain", json={"lines": [IB_LINE], "lang": "zh"}).json()["answers"][0]
+    en = client.get("/v1/explain", params={"line": IB_LINE, "lang": "en"}).json()
+    assert set(zh["title"]) == {"zh"} and set(zh["explanation"]) == {"zh"}
+    assert re.search(r"[\u4e00-\u9fff]", zh["explanation"]["zh"])
+    assert set(en["title"]) == {"en"} and tuple(en) == CONTRACT_KEYS
+
+
+def test_get_explain_requires_a_line(client):
+    response = client.get("/v1/explain")
+    assert response.status_code == 422
+    assert "line" in response.json()["detail"]
+    assert client.get("/v1/explain", params={"line": "  "}).status_code == 422
+
+
+def test_patterns_list_filters_and_searches_both_languages(client, explainer):
+    listing = client.get("/v1/patterns").json()
+    assert listing["total"] == len(explainer.entries)
+    assert sum(listing["facets"]["component"].values()) == len(explainer.entries)
+    nccl = client.get("/v1/patterns", params={"component": "nccl"}).json()
+    assert nccl["total"] > 0 and {p["component"] for p in nccl["patterns"]} == {"nccl"}
+    found = client.get("/v1/patterns", params={"q": "Relaxed Ordering"}).json()
+    assert "nccl.net.ib_devices" in [p["id"] for p in found["patterns"]]
+    title_zh = explainer.by_id["nccl.net.ib_devices"].title.zh
+    found_zh = client.get("/v1/patterns", params={"q": title_zh}).json()
+    assert "nccl.net.ib_devices" in [p["id"] for p in found_zh["patterns"]]
+    warnings = client.get("/v1/patterns", params={"severity": "warning"}).json()
+    assert "deepspeed.zero3.allocator_cache_flushes" in [p["id"] for p in warnings["patterns"]]
+    assert client.get("/v1/patterns", params={"severity": "loud"}).status_code == 422
+
+
+def test_pattern_detail_has_texts_fields_source_and_references(client, explainer):
+    entry = explainer.by_id["nccl.net.ib_devices"]
+    detail = client.get("/v1/patterns/nccl.net.ib_devices").json()
+    assert detail["id"] == entry.id
+    assert detail["title"] == entry.title.model_dump()
+    assert detail["source"] == entry.source and detail["references"] == entry.references
+    assert detail["examples"] and set(detail["fields"]) == set(entry.fields)
+    missing = client.get("/v1/patterns/no.such.entry")
+    assert missing.status_code == 404 and "no.such.entry" in missing.json()["detail"]
+
+
+def test_healthz_and_readyz(client, explainer):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    body = ready.json()
+    assert body["ready"] is True and body["index_loaded"] is True
+    assert body["kb_digest"] == explainer.kb.digest and body["kb_entries"] == len(explainer.entries)
+
+
+def test_readyz_reports_an_index_that_no_longer_matches_the_kb(explainer, index_dir, kb_dir, tmp_path):
+    copied = tmp_path / "index"
+    shutil.copytree(index_dir, copied)
+    stale = Explainer(kb_dir=kb_dir, index_dir=copied, index_policy="refuse", encoder=explainer.encoder)
+    with serve(stale) as running:
+        assert httpx.get(f"{running.url}/readyz").status_code == 200
+        meta = json.loads((copied / "meta.json").read_text())
+        meta["kb_digest"] = "0" * 64
+        (copied / "meta.json").write_text(json.dumps(meta))
+        response = httpx.get(f"{running.url}/readyz")
+    assert response.status_code == 503
+    assert "knowledge base changed" in response.json()["problem"]
+
+
+def test_readyz_is_503_when_the_index_cannot_be_loaded(explainer, kb_dir, tmp_path):
+    broken = Explainer(kb_dir=kb_dir, index_dir=tmp_path / "none", index_policy="refuse", encoder=explainer.encoder)
+    with serve(broken) as running:
+        for _ in range(200):
+            report = httpx.get(f"{running.url}/readyz").json()
+            if report["problem"] != "the semantic index is still loading":
+                break
+        assert report["ready"] is False and "no index" in report["problem"]
+        # The regex tier still answers; a line that needs the semantic tier gets a clear 503.
+        assert httpx.post(f"{running.url}/v1/explain", json={"lines": [CDB_LINE]}).status_code == 200
+        refused = httpx.post(f"{running.url}/v1/explain", json={"lines": [UNRELATED_LINE]})
+        assert refused.status_code == 503 and "index build" in refused.json()["detail"]
+
+
+def _metric(text: str, name: str, **labels: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            if all(f'{k}="{v}"' in line for k, v in labels.items()):
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_metrics_count_requests_latency_and_answers_by_tier(client):
+    before = client.get("/metrics").text
+    client.post("/v1/explain", json={"lines": [IB_LINE, CDB_LINE, UNRELATED_LINE]})
+    client.get("/v1/patterns/nccl.net.ib_devices")
+    after = client.get("/metrics").text
+    assert _metric(after, "explainlog_answers_total", tier="regex") - _metric(before, "explainlog_answers_total", tier="regex") == 2
+    assert _metric(after, "explainlog_answers_total", tier="unknown") - _metric(before, "explainlog_answers_total", tier="unknown") == 1
+    requests = dict(route="/v1/explain", method="POST", status="200")
+    assert _metric(after, "explainlog_http_requests_total", **requests) - _metric(before, "explainlog_http_requests_total", **requests) == 1
+    assert _metric(after, "explainlog_http_requests_total", route="/v1/patterns/{pattern_id}") >= 1
+    assert _metric(after, "explainlog_http_request_duration_seconds_count", route="/v1/explain") >= 1
+    assert 'explainlog_http_request_duration_seconds_bucket{le="0.05",route="/v1/explain"}' in after
+
+
+def test_docs_are_served_without_any_cdn(client):
+    page = client.get("/docs")
+    assert page.status_code == 200
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert assets and all(a.startswith("/") for a in assets), assets
+    for asset in assets:
+        assert client.get(asset).status_code == 200, asset
+    redoc = client.get("/redoc").text
+    assert "fonts.googleapis" not in redoc and "cdn" not in redoc.lower()
+    spec = client.get("/openapi.json").json()
+    assert {"/v1/explain", "/v1/annotate", "/v1/patterns", "/v1/patterns/{pattern_id}", "/healthz", "/readyz", "/metrics"} <= set(spec["paths"])
+    assert "text/plain" in spec["paths"]["/v1/explain"]["post"]["requestBody"]["content"]
+
+
+def test_pages_are_local_only_and_locked_down_by_csp(client):
+    for path in ("/", "/kb"):
+        page = client.get(path)
+        assert page.status_code == 200
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        assert not re.search(r'(?:src|href)="(?:https?:)?//', page.text)
+    assert client.get("/static/app.js").status_code == 200
+
+
+def test_bearer_token_guards_the_api_but_not_probes_or_page(explainer):
+    settings = Settings(kb_dir=explainer.kb_dir, index_dir=explainer.index_dir, api_token="s3cret")
+    with serve(explainer, settings) as running, httpx.Client(base_url=running.url) as c:
+        denied = c.get("/v1/explain", params={"line": CDB_LINE})
+        assert denied.status_code == 401 and denied.headers["www-authenticate"] == "Bearer"
+        assert "Authorization: Bearer" in denied.json()["detail"]
+        assert c.get("/v1/patterns", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        ok = c.get("/v1/explain", params={"line": CDB_LINE}, headers={"Authorization": "Bearer s3cret"})
+        assert ok.status_code == 200
+        assert c.get("/healthz").status_code == 200 and c.get("/").status_code == 200
+        assert c.get("/metrics").status_code == 200
+
+
+def test_cors_allows_only_configured_origins(explainer, server):
+    settings = Settings(kb_dir=explainer.kb_dir, index_dir=explainer.index_dir, cors_origins=("https://ops.example",))
+    with serve(explainer, settings) as running:
+        allowed = httpx.get(f"{running.url}/v1/patterns", headers={"Origin": "https://ops.example"})
+        other = httpx.get(f"{running.url}/v1/patterns", headers={"Origin": "https://evil.example"})
+    assert allowed.headers["access-control-allow-origin"] == "https://ops.example"
+    assert "access-control-allow-origin" not in other.headers
+    default = httpx.get(f"{server.url}/v1/patterns", headers={"Origin": "https://ops.example"})
+    assert "access-control-allow-origin" not in default.headers
