@@ -43,7 +43,7 @@ class IndexItem:
 
 def embedding_text(line: str) -> str:
     """What the semantic tier embeds for a line: its masked message, bounded in length."""
-    return mask_message(normalize_line(line).message[:2000])[:512]
+    return mask_message(normalize_line(line).message[:2000])[:400]
 
 
 def index_items(kb: KnowledgeBase) -> list[IndexItem]:
@@ -159,7 +159,11 @@ def _fit_calibration(
     unrelated = _calibration_lines(kb_dir)
     queries += [embedding_text(line) for line in unrelated]
     truths += [None] * len(unrelated)
-    vectors = encoder.encode(queries)
+    # Most queries are example texts the index already embedded: reuse those vectors.
+    known = {item.text: index.vectors[i] for i, item in enumerate(index.items)}
+    fresh = sorted({q for q in queries if q not in known})
+    known.update(zip(fresh, encoder.encode(fresh)))
+    vectors = np.stack([known[q] for q in queries])
     # Leave-one-out: a query never sees its own text, as a new line would not.
     ranked = index.ranked_entries(vectors, exclude_texts=[{q} for q in queries])
     x = np.array([features([s for _, s in r]) for r in ranked])
@@ -179,7 +183,9 @@ def build_index(kb: KnowledgeBase, kb_dir: Path, index_dir: Path, encoder: Encod
     """Embed the KB, fit calibration, and atomically replace ``index_dir``."""
     started = time.time()
     items = index_items(kb)
-    vectors = encoder.encode([item.text for item in items])
+    texts = sorted({item.text for item in items})
+    by_text = dict(zip(texts, encoder.encode(texts)))
+    vectors = np.stack([by_text[item.text] for item in items])
     meta = {
         "format_version": FORMAT_VERSION,
         "kb_digest": kb.digest,
