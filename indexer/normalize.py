@@ -21,6 +21,9 @@ _LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE"
 # Order matters only among rules that could match the same start; outer wrappers come first.
 PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("srun", re.compile(r"(?P<rank>\d{1,5}): (?=\S)")),
+    # pdsh/DeepSpeed multi-node launcher: "worker-0: ", "node12: " (lowercase, has a digit, no
+    # dots, so "RuntimeError: " and "torch.distributed...Error: " are never taken for a host).
+    ("pdsh", re.compile(r"(?P<host>[a-z][a-z0-9_-]*\d[a-z0-9_-]*): (?=\S)")),
     ("mpirun", re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")),
     ("torchrun", re.compile(r"\[(?:rank(?P<rank>\d+)|default(?P<local_rank>\d+))\]:\s?")),
     ("ray", re.compile(r"\((?:(?P<logger>[\w.]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<host>[\w.:-]+))?\)\s+")),
@@ -51,7 +54,7 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "mmengine",
         re.compile(
-            r"(?P<timestamp>\d{2}/\d{2} \d{2}:\d{2}:\d{2}) - (?P<logger>[\w.]+) - "
+            r"(?P<timestamp>(?:\d{4}/)?\d{2}/\d{2} \d{2}:\d{2}:\d{2}) - (?P<logger>[\w.]+) - "
             r"(?P<level>" + _LEVELS + r") - "
         ),
     ),
@@ -69,6 +72,7 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
             r"(?P<level>" + _LEVELS + r")\s+[-|:]?\s*(?:(?P<logger>[\w.]+)\s*[-:|]\s+)?"
         ),
     ),
+    ("py_basic", re.compile(r"(?P<level>" + _LEVELS + r"):(?P<logger>[\w.]+):(?=\S)")),
     (
         "hf_level_file",
         re.compile(r"\[(?P<level>" + _LEVELS + r")\|(?P<source_location>[\w.]+:\d+)\] (?:\S+ \S+ >> )?"),

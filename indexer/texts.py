@@ -12,6 +12,9 @@ from indexer.decoders import DECODERS
 from indexer.schema import Bilingual, FieldSpec, PatternEntry
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
+# "[[ ... ]]" marks an optional segment: kept (without the brackets) only when every
+# placeholder inside it has a value, so optional groups leave no "<name>" behind.
+OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.DOTALL)
 DECODED_SUFFIX = "_decoded"
 
 
@@ -61,7 +64,11 @@ def fill(text: str, values: dict[str, tuple[str, str]], lang: int) -> str:
         hit = values.get(match.group(1))
         return hit[lang] if hit is not None else f"<{match.group(1)}>"
 
-    return PLACEHOLDER.sub(substitute, text)
+    def optional(match: re.Match[str]) -> str:
+        inner = match.group(1)
+        return inner if all(name in values for name in PLACEHOLDER.findall(inner)) else ""
+
+    return PLACEHOLDER.sub(substitute, OPTIONAL.sub(optional, text))
 
 
 def fill_bilingual(text: Bilingual | None, values: dict[str, tuple[str, str]]) -> dict[str, str] | None:

@@ -42,3 +42,11 @@ def test_nccl_trees_root_and_parent():
 
 def test_rank_list_counts():
     assert rank_list("0 1 2 3")[0].startswith("4 ranks shown")
+
+
+def test_optional_segments_vanish_when_a_group_is_missing():
+    from indexer.texts import fill
+
+    text = "loss {loss}[[, grad norm {grad_norm}]]."
+    assert fill(text, {"loss": ("1.2", "1.2")}, 0) == "loss 1.2."
+    assert fill(text, {"loss": ("1.2", "1.2"), "grad_norm": ("0.5", "0.5")}, 0) == "loss 1.2, grad norm 0.5."

@@ -99,3 +99,13 @@ def test_lines_differing_only_in_numbers_share_a_template():
     a = mask_message("Setting affinity for GPU 2 to ff0000")
     b = mask_message("Setting affinity for GPU 7 to ff000000")
     assert a == b
+
+
+def test_more_launcher_and_logger_prefixes():
+    pdsh = normalize_line("worker-0: [2024-01-01 00:00:00,000] [INFO] [launch.py:1:main] hello")
+    assert pdsh.message == "hello" and pdsh.context["host"] == "worker-0"
+    assert normalize_line("RuntimeError: CUDA error: out of memory").message == "RuntimeError: CUDA error: out of memory"
+    full_year = normalize_line("2025/02/09 07:47:19 - mmengine - INFO - Checkpoints will be saved to /w")
+    assert full_year.message == "Checkpoints will be saved to /w" and full_year.context["logger"] == "mmengine"
+    basic = normalize_line("INFO:megatron.core.num_microbatches_calculator:setting number of microbatches to constant 8")
+    assert basic.message.startswith("setting number") and basic.context["logger"] == "megatron.core.num_microbatches_calculator"
