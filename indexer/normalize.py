@@ -44,6 +44,15 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        # c10 logging in PyTorch >= 2.0: "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] ",
+        # and the older "[W socket.cpp:558] " / "[E ProcessGroupNCCL.cpp:475] ".
+        "c10",
+        re.compile(
+            r"\[(?P<level>[IWEF])(?:(?P<date>\d{4}) (?P<time>\d{2}:\d{2}:\d{2}\.\d+)(?: (?P<tid>\d+))?)? ?"
+            r"(?P<source_location>[\w./\-]+:\d+)\] "
+        ),
+    ),
+    (
         "deepspeed",
         re.compile(
             r"\[(?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[,.]\d+)\] "

@@ -109,3 +109,14 @@ def test_more_launcher_and_logger_prefixes():
     assert full_year.message == "Checkpoints will be saved to /w" and full_year.context["logger"] == "mmengine"
     basic = normalize_line("INFO:megatron.core.num_microbatches_calculator:setting number of microbatches to constant 8")
     assert basic.message.startswith("setting number") and basic.context["logger"] == "megatron.core.num_microbatches_calculator"
+
+
+def test_c10_bracketed_prefixes():
+    new = normalize_line("[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught")
+    assert new.message == "[Rank 0] Watchdog caught"
+    assert new.context["level"] == "error" and new.context["source_location"] == "ProcessGroupNCCL.cpp:607"
+    assert new.context["rank"] == "0"
+    old = normalize_line("[W socket.cpp:558] [c10d] The client socket has failed to connect")
+    assert old.message == "[c10d] The client socket has failed to connect" and old.context["level"] == "warning"
+    warn = normalize_line("WARNING:torch.distributed.run:Setting OMP_NUM_THREADS")
+    assert warn.message == "Setting OMP_NUM_THREADS" and warn.context["logger"] == "torch.distributed.run"
