@@ -172,7 +172,7 @@ def signature_ok(verifier: SignatureVerifier, body: bytes, headers: dict[str, st
     """Slack's v0 signature over ``v0:{timestamp}:{body}`` with a timestamp at most 5 min old."""
     try:
         return verifier.is_valid_request(body, headers)
-    except (ValueError, TypeError):  # a non-numeric timestamp header
+    except (ValueError, TypeError):  # a non-numeric timestamp, or a body that is not UTF-8
         return False
 
 
@@ -191,11 +191,8 @@ def slack_route(app: App, signing_secret: str) -> Route:
         if not signature_ok(verifier, body, dict(request.headers)):
             log.warning("rejected a Slack request with a missing, invalid or stale signature")
             return PlainTextResponse("invalid or stale signature", status_code=401)
-        try:
-            bolt_request = to_bolt_request(request, body)
-        except UnicodeDecodeError:
-            return PlainTextResponse("body is not UTF-8", status_code=400)
-        return to_starlette_response(await run_in_threadpool(app.dispatch, bolt_request))
+        # A verified body is UTF-8: the signature is computed over its decoded text.
+        return to_starlette_response(await run_in_threadpool(app.dispatch, to_bolt_request(request, body)))
 
     return Route(EVENTS_PATH, slack_events, methods=["POST"])
 
