@@ -179,8 +179,6 @@ def test_docs_are_served_without_any_cdn(client):
     assert assets and all(a.startswith("/") for a in assets), assets
     for asset in assets:
         assert client.get(asset).status_code == 200, asset
-    redoc = client.get("/redoc").text
-    assert "fonts.googleapis" not in redoc and "cdn" not in redoc.lower()
     spec = client.get("/openapi.json").json()
     assert {"/v1/explain", "/v1/annotate", "/v1/patterns", "/v1/patterns/{pattern_id}", "/healthz", "/readyz", "/metrics"} <= set(spec["paths"])
     assert "text/plain" in spec["paths"]["/v1/explain"]["post"]["requestBody"]["content"]

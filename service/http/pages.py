@@ -3,7 +3,8 @@
 The pages are plain HTML/CSS/JS in ``static/`` (no build step) and must work in an air-gapped
 cluster, so a strict Content-Security-Policy allows nothing but this origin. FastAPI's default
 ``/docs`` loads Swagger UI from a CDN; here it is served from the copy that the
-``fastapi-offline`` package ships.
+``fastapi-offline`` package ships. (Its ReDoc copy is not offered: ReDoc fetches its logo
+from a CDN at run time.)
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
-from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.staticfiles import StaticFiles
 from starlette.responses import FileResponse, HTMLResponse
 
@@ -55,12 +56,4 @@ def install_pages(app: FastAPI) -> None:
             openapi_url="/openapi.json", title=f"{app.title} — API",
             swagger_js_url="/docs-assets/swagger-ui-bundle.js", swagger_css_url="/docs-assets/swagger-ui.css",
             swagger_favicon_url="/static/favicon.svg",
-        )
-
-    @app.get("/redoc", include_in_schema=False)
-    async def redoc() -> HTMLResponse:
-        return get_redoc_html(
-            openapi_url="/openapi.json", title=f"{app.title} — API",
-            redoc_js_url="/docs-assets/redoc.standalone.js", redoc_favicon_url="/static/favicon.svg",
-            with_google_fonts=False,
         )
