@@ -35,7 +35,7 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
             r"NCCL (?P<level>INFO|WARN|TRACE|ERROR|ABORT)\s?"
         ),
     ),
-    ("nccl_bare", re.compile(r"NCCL (?P<level>INFO|WARN|TRACE) (?=\S)")),
+    ("nccl_bare", re.compile(r"(?:\[(?P<device>\d+)\] )?NCCL (?P<level>INFO|WARN|TRACE) (?=\S)")),
     (
         "glog",
         re.compile(
@@ -133,6 +133,25 @@ def _merge(context: dict[str, str], rule: str, groups: dict[str, str | None]) ->
     context.setdefault("format", rule)
 
 
+# NCCL's "host:pid:tid [dev] NCCL INFO " is distinctive enough to find behind launcher
+# prefixes we do not know (pdsh hosts without digits, "[155] " tags, cluster names). Searched
+# only in a line's head, so a 1 MB line costs nothing.
+NCCL_ANYWHERE = re.compile(
+    r"(?:^|\s)(?=[\w.\-]+:\d+:\d+ \[\d+\] (?:\S+ )?(?:[\w./\-]+:\d+ )?NCCL (?:INFO|WARN|TRACE|ERROR|ABORT)\b)"
+)
+NCCL_HEAD = 400
+
+
+def _skip_unknown_launcher(text: str, context: dict[str, str]) -> str:
+    if " NCCL " not in text[:NCCL_HEAD]:
+        return text
+    match = NCCL_ANYWHERE.search(text, 0, NCCL_HEAD)
+    if match and match.end() > 0:
+        context["launcher_prefix"] = text[: match.end()].strip()
+        return text[match.end():]
+    return text
+
+
 def normalize_line(raw: str) -> NormalizedLine:
     """Peel every recognised prefix off ``raw``; the context keeps what each prefix said."""
     text = clean_text(raw)
@@ -149,6 +168,10 @@ def normalize_line(raw: str) -> NormalizedLine:
                 text = text[match.end():].lstrip()
                 progress = True
                 break
+        if not progress and text and "launcher_prefix" not in context:
+            skipped = _skip_unknown_launcher(text, context)
+            progress = skipped is not text
+            text = skipped
     if formats:
         context["format"] = "+".join(formats)
     return NormalizedLine(raw=raw, message=text, context=context)

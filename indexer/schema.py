@@ -17,6 +17,10 @@ ID_RE = r"^[a-z0-9]+(?:[._][a-z0-9]+)*$"
 ID_PATTERN = re.compile(ID_RE)
 SOURCE_PATTERN = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+ \S.*$|^(?:docs|man|kernel|vendor): \S.*$")
 CJK = re.compile(r"[\u4e00-\u9fff]")
+# YAML folded scalars (>-) join lines with a space; between two Chinese characters or
+# full-width punctuation that space is an artefact, not text.
+_CJK_CLASS = r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]"
+FOLDED_CJK_SPACE = re.compile(rf"(?<={_CJK_CLASS})[ \t\n]+(?={_CJK_CLASS})")
 
 
 class Component(str, Enum):
@@ -76,7 +80,7 @@ class Bilingual(BaseModel):
     def zh_is_chinese(cls, value: str) -> str:
         if not CJK.search(value):
             raise ValueError("zh text contains no Chinese characters")
-        return value
+        return FOLDED_CJK_SPACE.sub("", value)
 
 
 class FieldSpec(Bilingual):

@@ -50,3 +50,10 @@ def test_optional_segments_vanish_when_a_group_is_missing():
     text = "loss {loss}[[, grad norm {grad_norm}]]."
     assert fill(text, {"loss": ("1.2", "1.2")}, 0) == "loss 1.2."
     assert fill(text, {"loss": ("1.2", "1.2"), "grad_norm": ("0.5", "0.5")}, 0) == "loss 1.2, grad norm 0.5."
+
+
+def test_folded_yaml_spaces_between_chinese_characters_are_removed():
+    from indexer.schema import Bilingual
+
+    text = Bilingual(en="a b", zh="模型构建 完成，共 291 个参数张量。 之后")
+    assert text.zh == "模型构建完成，共 291 个参数张量。之后"

@@ -120,3 +120,21 @@ def test_c10_bracketed_prefixes():
     assert old.message == "[c10d] The client socket has failed to connect" and old.context["level"] == "warning"
     warn = normalize_line("WARNING:torch.distributed.run:Setting OMP_NUM_THREADS")
     assert warn.message == "Setting OMP_NUM_THREADS" and warn.context["logger"] == "torch.distributed.run"
+
+
+def test_nccl_prefix_found_behind_unknown_launchers():
+    for raw in (
+        "gpu-master: gpu-master:1234:1300 [3] NCCL INFO Using network IB",
+        "[155] node155:77:88 [1] NCCL INFO Using network IB",
+        "<cluster_a> host:1:2 [0] misc/socket.cc:50 NCCL WARN Using network IB",
+    ):
+        n = normalize_line(raw)
+        assert n.message == "Using network IB", raw
+        assert "launcher_prefix" in n.context and n.context["pid"]
+    half = normalize_line(" [0] NCCL INFO Using network IB")
+    assert half.message == "Using network IB" and half.context["device"] == "0"
+
+
+def test_huge_line_without_nccl_prefix_is_cheap_and_intact():
+    line = "a:" * 500_000
+    assert normalize_line(line).message == line.strip()
