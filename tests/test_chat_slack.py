@@ -409,25 +409,50 @@ def test_socket_mode_receives_a_command_over_a_websocket_and_answers(explainer, 
 
 
 # ---- mounted into the HTTP service ----------------------------------------------------------
-def test_routes_mount_into_the_http_service_app(explainer, tmp_path, monkeypatch):
-    from service.chat.config import ChatOptions
-    from service.chat.server import add_chat_routes, chat_routes_from_env
-    from service.http.app import create_app
+def test_the_http_service_factory_serves_the_bot_next_to_its_api(kb_dir, index_dir, tmp_path, monkeypatch):
+    from service.chat.server import http_service_with_bots
 
+    _ = index_dir  # built by the session fixture; the service must find it, not rebuild it
     fake = FakeChatApis()
     with ServerThread(fake.app()) as api:
         fake.base_url = api.url
-        for name, value in {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SECRET,
-                            "SLACK_API_URL": api.url + "/api/"}.items():
+        for name, value in {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": api.url + "/api/",
+                            "EXPLAINLOG_KB": str(kb_dir), "EXPLAINLOG_INDEX": str(index_dir),
+                            "EXPLAINLOG_INDEX_POLICY": "refuse", "EXPLAINLOG_CHAT_DB": str(tmp_path / "c.sqlite3")}.items():
             monkeypatch.setenv(name, value)
-        app = create_app(explainer)
-        add_chat_routes(app, chat_routes_from_env(explainer, ("slack",), ChatOptions(store_path=tmp_path / "c.sqlite3")))
-        with ServerThread(app) as server:
+        monkeypatch.delenv("FEISHU_ENCRYPT_KEY", raising=False)
+        with ServerThread(http_service_with_bots()) as server:
             body = urlencode({"command": "/explain", "text": SEED_CDB, "user_id": "U1", "channel_id": "C1",
                               "response_url": api.url + "/response/m", "trigger_id": "t"}).encode()
             assert post(server.url + "/slack/events", body, slack_headers(SECRET, body))[0] == 200
             assert post(server.url + "/slack/events", body, {"Content-Type": "application/x-www-form-urlencoded"})[0] == 401
+            assert post(server.url + "/feishu/events", b"{}", {"Content-Type": "application/json"})[0] == 404
             blocks = fake.recorder.wait_for(lambda c: c.path == "/response/m").json["blocks"]
-            assert explainer.by_id["deepspeed.comm.cdb_none"].title.en in blocks[0]["text"]["text"]
-            assert post(server.url + "/v1/explain", json.dumps({"lines": [SEED_CDB]}).encode(),
-                        {"Content-Type": "application/json"})[0] == 200
+            assert "deepspeed.comm.cdb_none" in blocks[-2]["elements"][0]["text"]
+            status, response, _ = post(server.url + "/v1/explain", json.dumps({"lines": [SEED_CDB]}).encode(),
+                                       {"Content-Type": "application/json"})
+            assert status == 200 and b"deepspeed.comm.cdb_none" in response
+
+
+# ---- the app manifests match the code -------------------------------------------------------
+@pytest.mark.parametrize("name", ["slack-manifest.yaml", "slack-manifest-socket.yaml"])
+def test_the_slack_manifests_declare_what_the_bot_listens_for(name):
+    from pathlib import Path
+
+    import yaml
+
+    from service.chat.slack import COMMAND, EVENTS_PATH, SHORTCUT_CALLBACK_ID
+
+    manifest = yaml.safe_load((Path(__file__).resolve().parent.parent / "deploy" / name).read_text(encoding="utf-8"))
+    features, settings = manifest["features"], manifest["settings"]
+    assert [c["command"] for c in features["slash_commands"]] == [COMMAND]
+    assert [(s["type"], s["callback_id"], s["name"]) for s in features["shortcuts"]] == [("message", SHORTCUT_CALLBACK_ID, "Explain this log")]
+    assert settings["event_subscriptions"]["bot_events"] == ["app_mention"]
+    assert settings["interactivity"]["is_enabled"] is True
+    assert set(manifest["oauth_config"]["scopes"]["bot"]) == {"app_mentions:read", "chat:write", "commands"}
+    urls = [features["slash_commands"][0].get("url"), settings["event_subscriptions"].get("request_url"),
+            settings["interactivity"].get("request_url")]
+    if settings["socket_mode_enabled"]:
+        assert urls == [None, None, None]
+    else:
+        assert all(u == "https://YOUR-HOST" + EVENTS_PATH for u in urls)

@@ -1,8 +1,9 @@
 """Assemble and run the bots: standalone (uvicorn), Socket Mode, the Feishu long connection,
 or as routes added to another Starlette/FastAPI app.
 
-To serve the bots from the explainlog HTTP service (or any FastAPI app) instead of a separate
-process, add their routes to it; nothing in that app needs to change::
+To serve the bots from the explainlog HTTP service instead of a separate process, run the
+factory below (``uvicorn --factory service.chat.server:http_service_with_bots``), or add the
+routes to any Starlette/FastAPI app yourself; nothing in that app needs to change::
 
     from service.chat.server import add_chat_routes, chat_routes_from_env
     add_chat_routes(app, chat_routes_from_env(explainer, platforms=("slack", "feishu")))
@@ -13,6 +14,7 @@ which serves ``POST /slack/events`` and ``POST /feishu/events`` next to the app'
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Iterable, Sequence
 
@@ -83,6 +85,24 @@ def chat_routes_from_env(explainer, platforms: Sequence[str] = ("slack", "feishu
 def add_chat_routes(app: Starlette, routes: Iterable[BaseRoute]) -> None:
     """Add bot routes to an existing Starlette or FastAPI app (both keep them in app.router)."""
     app.router.routes.extend(routes)
+
+
+# A bot is added to the HTTP service when the variable its HTTP mode cannot work without is set.
+BOT_MARKERS = {"slack": "SLACK_SIGNING_SECRET", "feishu": "FEISHU_ENCRYPT_KEY"}
+
+
+def http_service_with_bots():
+    """uvicorn factory: the HTTP service (``service.http``, settings from ``EXPLAINLOG_*``) with
+    the HTTP routes of every bot whose credentials are in the environment, sharing its explainer."""
+    from service.http.app import create_app
+    from service.http.settings import Settings
+
+    app = create_app(Settings.from_environ())
+    platforms = [name for name, variable in BOT_MARKERS.items() if os.environ.get(variable)]
+    if platforms:
+        add_chat_routes(app, chat_routes_from_env(app.state.service.explainer, platforms))
+    log.info("chat bots mounted on the HTTP service: %s", ", ".join(platforms) or "none (no credentials set)")
+    return app
 
 
 async def _healthz(request: Request) -> PlainTextResponse:
