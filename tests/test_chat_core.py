@@ -195,3 +195,15 @@ def test_the_whole_seed_log_fits_slack_and_feishu_limits(answerer):
                 assert len(text) <= 3000
         card = reply_card(answerer, reply, lang)
         assert len(json.dumps(card, ensure_ascii=False).encode()) < 30_000
+
+
+def test_colour_codes_and_control_characters_are_not_shown_but_the_line_is_still_explained(answerer):
+    from service.chat.messages import displayable
+
+    assert displayable("\x1b[31mNCCL WARN\x1b[0m x\x07\ty") == "NCCL WARN x\ty"
+    coloured = "\x1b[32m" + SEED_CDB + "\x1b[0m\x00"
+    reply = answerer.explain([coloured], "slack")
+    assert reply.groups[0].answer["pattern_id"] == "deepspeed.comm.cdb_none"
+    shown = reply_blocks(answerer, reply, "en")[1]["elements"][0]["text"]
+    assert shown == f"`{SEED_CDB}`"
+    assert reply_card(answerer, reply, "en")["elements"][0]["elements"][0]["content"] == SEED_CDB

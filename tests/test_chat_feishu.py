@@ -375,3 +375,16 @@ def test_long_connection_answers_events_and_card_clicks(explainer, tmp_path, mon
             ws_module.loop.call_soon_threadsafe(ws_module.loop.stop)
             thread.join(10)
         assert stopped.is_set()
+
+
+def test_a_failing_explainer_gets_an_apology_not_silence(feishu):
+    from service.explainer import IndexUnavailable
+
+    def broken(lines, semantic=True):
+        raise IndexUnavailable("index missing")
+
+    feishu.explainer.explain_many = broken
+    feishu.send(message_event(SEED_CDB))
+    call = feishu.reply()
+    assert call.json["msg_type"] == "text"
+    assert json.loads(call.json["content"]) == {"text": "抱歉，服务端解释失败（IndexUnavailable），详情见服务日志。"}

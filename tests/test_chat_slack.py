@@ -456,3 +456,19 @@ def test_the_slack_manifests_declare_what_the_bot_listens_for(name):
         assert urls == [None, None, None]
     else:
         assert all(u == "https://YOUR-HOST" + EVENTS_PATH for u in urls)
+
+
+def test_a_failing_explainer_gets_an_apology_not_silence(slack):
+    from service.explainer import IndexUnavailable
+
+    def broken(lines, semantic=True):
+        raise IndexUnavailable("index missing")
+
+    slack.explainer.explain_many = broken
+    slack.send(slash(slack, SEED_CDB, rid="fail"))
+    call = slack.fake.recorder.wait_for(lambda c: c.path == "/response/fail")
+    assert call.json == {"text": "Sorry — explaining failed on the server (IndexUnavailable). Its log has the details.",
+                         "response_type": "ephemeral", "replace_original": False}
+    slack.send(mention("<@UBOT> " + SEED_CDB), content_type="application/json")
+    call = slack.fake.recorder.wait_for(lambda c: c.path == "/api/chat.postEphemeral")
+    assert call.json["user"] == "U1" and "IndexUnavailable" in call.json["text"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from service.chat.answers import Answerer, Group, Reply
 from service.chat.labels import label, severity_counts_text
+from service.chat.messages import displayable
 
 SEVERITY_EMOJI = {
     "fatal": ":rotating_light:", "error": ":x:", "warning": ":warning:",
@@ -32,7 +33,7 @@ def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
 
 def _code(text: str, limit: int = LINE_CHARS) -> str:
     """Inline code; a backtick inside would end the span early, so it becomes a quote."""
-    return "`" + escape(_clip(text.replace("`", "'"), limit)) + "`"
+    return "`" + escape(_clip(displayable(text).replace("`", "'"), limit)) + "`"
 
 
 def _section(text: str) -> dict:

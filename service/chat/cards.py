@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from service.chat.answers import Answerer, Group, Reply
 from service.chat.labels import label, severity_counts_text
+from service.chat.messages import displayable
 
 SEVERITY_EMOJI = {"fatal": "🚨", "error": "❌", "warning": "⚠️", "info": "ℹ️", "unknown": "❔"}
 HEADER_COLOUR = {"fatal": "carmine", "error": "red", "warning": "orange", "info": "blue", "unknown": "grey"}
@@ -32,6 +33,7 @@ def _note(text: str) -> dict:
 
 
 def _clip(text: str, limit: int = LINE_CHARS) -> str:
+    text = displayable(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

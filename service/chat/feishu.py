@@ -188,7 +188,12 @@ class FeishuBot:
         if wait is not None:
             self._reply(message.message_id, "text", text_content(self.limiter.message(wait, lang)))
             return
-        reply = self.answerer.explain(request.lines, "feishu", request.skipped)
+        try:
+            reply = self.answerer.explain(request.lines, "feishu", request.skipped)
+        except Exception as exc:
+            log.exception("explaining %d line(s) failed", len(request.lines))
+            self._reply(message.message_id, "text", text_content(label(lang, "failed", error=type(exc).__name__)))
+            return
         self._reply(message.message_id, "interactive", reply_card(self.answerer, reply, lang), uuid=reply.id)
 
     def _reply(self, message_id: str, msg_type: str, content: dict, uuid: str | None = None) -> None:

@@ -31,6 +31,7 @@ LABELS: dict[str, dict[str, str]] = {
         "help": "Paste log lines after `/explain` (or mention me with them, or in a ``` code block). "
                 "`/explain --zh` switches your answers to Chinese, `--en` back to English.",
         "not_in_channel": "I can't post in that channel; invite me with `/invite @explainlog` first.",
+        "failed": "Sorry — explaining failed on the server ({error}). Its log has the details.",
     },
     "zh": {
         "fatal": "致命", "error": "错误", "warning": "警告", "info": "信息", "unknown": "未收录",
@@ -57,6 +58,7 @@ LABELS: dict[str, dict[str, str]] = {
         "help": "在 `/explain` 后粘贴日志行（或 @我 并附上日志、或放进 ``` 代码块）。"
                 "`/explain --en` 切换为英文回答，`--zh` 切换回中文。",
         "not_in_channel": "我无法在该频道发言，请先用 `/invite @explainlog` 邀请我。",
+        "failed": "抱歉，服务端解释失败（{error}），详情见服务日志。",
     },
 }
 

@@ -18,6 +18,7 @@ SLACK_MENTION = re.compile(r"<[@!#][^>]*>")
 SLACK_LINK = re.compile(r"<((?:https?|mailto|ftp):[^>|]*)(?:\|([^>]*))?>")
 FEISHU_MENTION = re.compile(r"@_user_\d+|@_all")
 COMMAND = re.compile(r"^\s*/explain\b", re.IGNORECASE)
+ANSI_OR_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")
 LANG_FLAGS = {"--zh": "zh", "--cn": "zh", "--en": "en", "--lang=zh": "zh", "--lang=en": "en"}
 
 
@@ -39,6 +40,12 @@ def written_language(text: str) -> str:
     Two CJK characters are required so a single Chinese file name inside a pasted path does
     not flip an English speaker's answer."""
     return "zh" if len(CJK.findall(text)) >= 2 else "en"
+
+
+def displayable(text: str) -> str:
+    """A line as chat should show it: colour codes and control characters removed (the
+    explainer still receives the line as pasted)."""
+    return ANSI_OR_CONTROL.sub("", text)
 
 
 def unescape_slack(text: str) -> str:

@@ -76,8 +76,14 @@ class SlackBot:
         context[GO] = True
         return None
 
-    def _explain(self, request: ChatRequest, lang: str) -> tuple[list[dict], str]:
-        reply = self.answerer.explain(request.lines, "slack", request.skipped)
+    def _explain(self, request: ChatRequest, lang: str) -> tuple[list[dict] | None, str]:
+        """Blocks and fallback text; on failure no blocks and an apology, so the asker is not
+        left waiting after "Explaining…" (the traceback goes to the log, not to the channel)."""
+        try:
+            reply = self.answerer.explain(request.lines, "slack", request.skipped)
+        except Exception as exc:
+            log.exception("explaining %d line(s) failed", len(request.lines))
+            return None, label(lang, "failed", error=type(exc).__name__)
         return reply_blocks(self.answerer, reply, lang), fallback_text(reply, lang)
 
     # ---- /explain --------------------------------------------------------------------------
@@ -91,6 +97,9 @@ class SlackBot:
         if not context.get(GO):
             return
         blocks, text = self._explain(self._request(body.get("text", "")), context[LANG])
+        if blocks is None:
+            respond(text=text, response_type="ephemeral", replace_original=False)
+            return
         respond(blocks=blocks, text=text, response_type="in_channel", replace_original=False)
 
     # ---- @explainlog <lines> ---------------------------------------------------------------
@@ -106,6 +115,9 @@ class SlackBot:
             client.chat_postEphemeral(channel=event["channel"], user=event["user"], thread_ts=thread, text=refusal)
             return
         blocks, text = self._explain(self._request(event.get("text", "")), context[LANG])
+        if blocks is None:
+            client.chat_postEphemeral(channel=event["channel"], user=event["user"], thread_ts=thread, text=text)
+            return
         client.chat_postMessage(channel=event["channel"], thread_ts=thread, blocks=blocks, text=text)
 
     # ---- message shortcut "Explain this log" ----------------------------------------------
@@ -121,6 +133,9 @@ class SlackBot:
             return
         message = body["message"]
         blocks, text = self._explain(self._request(message.get("text", "")), context[LANG])
+        if blocks is None:
+            respond(text=text, response_type="ephemeral", replace_original=False)
+            return
         try:
             client.chat_postMessage(channel=body["channel"]["id"], thread_ts=message.get("thread_ts") or message["ts"],
                                     blocks=blocks, text=text)
