@@ -4,8 +4,9 @@ Raw cosine similarity is not a probability: all-MiniLM gives 0.6 to unrelated lo
 share words like "timed out". So the index build fits P(top candidate is right | features) on
 held-out data — leave-one-out KB examples (the line's own vectors removed from the index),
 KB negatives and curated lines from unrelated software — and stores the coefficients in the
-index metadata. Features: the best entry's similarity, its margin over the runner-up, and a
-bias. Fitting is plain Newton-Raphson (IRLS) with a small L2 penalty; no sklearn needed.
+index metadata. Features: the best entry's similarity, its margin over the runner-up, its
+margin over the nearest unrelated-software line (a nearest-neighbour out-of-domain signal:
+an sshd line sits closer to other sshd lines than to any NCCL example), and a bias. Fitting is plain Newton-Raphson (IRLS) with a small L2 penalty; no sklearn needed.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import numpy as np
 REGEX_CONFIDENCE = 0.99  # regex answers: exact format match; kb check guards false positives
 
 
-def features(similarities: list[float]) -> np.ndarray:
-    """[1, top similarity, margin over the second entry] for one query."""
+def features(similarities: list[float], unrelated: float = 0.0) -> np.ndarray:
+    """[1, top similarity, margin over the second entry, margin over the nearest unrelated
+    line] for one query."""
     top = similarities[0] if similarities else 0.0
     second = similarities[1] if len(similarities) > 1 else 0.0
-    return np.array([1.0, top, top - second], dtype=np.float64)
+    return np.array([1.0, top, top - second, top - unrelated], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,8 @@ class Calibrator:
     weights: tuple[float, ...]
     threshold: float = 0.5
 
-    def confidence(self, similarities: list[float]) -> float:
-        z = float(features(similarities) @ np.asarray(self.weights))
+    def confidence(self, similarities: list[float], unrelated: float = 0.0) -> float:
+        z = float(features(similarities, unrelated) @ np.asarray(self.weights))
         return float(1.0 / (1.0 + np.exp(-z)))
 
     def to_json(self) -> dict:

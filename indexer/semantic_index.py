@@ -25,7 +25,7 @@ from indexer.kb_loader import KnowledgeBase
 from indexer.normalize import mask_message, normalize_line
 from indexer.patterns import PatternSet
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 NEIGHBOURS = 32
 CALIBRATION_DIR = "calibration"
 
@@ -34,11 +34,27 @@ class IndexError_(RuntimeError):
     """The index cannot be used: missing, corrupt, or built from another KB or model."""
 
 
+UNRELATED = "unrelated"
+
+
 @dataclass(frozen=True)
 class IndexItem:
-    entry_id: str
-    kind: str  # "example" or "title"
+    entry_id: str  # "" for unrelated-software lines
+    kind: str  # "example", "title" or "unrelated"
     text: str
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Entries ranked by their best item's cosine similarity to one query, and the similarity
+    of the nearest unrelated-software line (the out-of-domain signal)."""
+
+    entries: list[tuple[str, float]]
+    unrelated: float
+
+    @property
+    def similarities(self) -> list[float]:
+        return [s for _, s in self.entries]
 
 
 def embedding_text(line: str) -> str:
@@ -46,9 +62,12 @@ def embedding_text(line: str) -> str:
     return mask_message(normalize_line(line).message[:2000])[:400]
 
 
-def index_items(kb: KnowledgeBase) -> list[IndexItem]:
+def index_items(kb: KnowledgeBase, unrelated: list[str]) -> list[IndexItem]:
     seen: set[tuple[str, str]] = set()
     items: list[IndexItem] = []
+    for text in {embedding_text(line) for line in unrelated}:
+        if text:
+            items.append(IndexItem("", UNRELATED, text))
     for loaded in kb.entries:
         entry = loaded.entry
         candidates = [("title", entry.title.en)] + [("example", embedding_text(e.line)) for e in entry.examples]
@@ -66,30 +85,44 @@ class SemanticIndex:
         self.meta = meta
         self.items = items
         self.vectors = vectors
+        # Entry items and unrelated-software items live in separate flat indexes, so the
+        # nearest unrelated line is always found, however many entry items are closer.
+        self._entry_rows = np.array([i for i, it in enumerate(items) if it.kind != UNRELATED], dtype=np.int64)
+        self._unrelated_rows = np.array([i for i, it in enumerate(items) if it.kind == UNRELATED], dtype=np.int64)
         self._faiss = faiss.IndexFlatIP(vectors.shape[1])
-        self._faiss.add(vectors)
+        self._faiss.add(vectors[self._entry_rows])
+        self._faiss_unrelated = faiss.IndexFlatIP(vectors.shape[1])
+        if len(self._unrelated_rows):
+            self._faiss_unrelated.add(vectors[self._unrelated_rows])
         self.calibrator = Calibrator.from_json(meta["calibration"])
 
-    def ranked_entries(
+    def neighbours(
         self, queries: np.ndarray, exclude_texts: Sequence[set[str]] | None = None, top: int = 3
-    ) -> list[list[tuple[str, float]]]:
-        """For each query vector, entries ranked by their best item's cosine similarity."""
-        k = min(NEIGHBOURS, len(self.items))
-        sims, idx = self._faiss.search(np.ascontiguousarray(queries, dtype=np.float32), k)
-        out: list[list[tuple[str, float]]] = []
+    ) -> list[Neighbours]:
+        """For each query vector, the nearest entries and the nearest unrelated line."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        sims, idx = self._faiss.search(queries, min(NEIGHBOURS, len(self._entry_rows)))
+        n_unrelated = min(2, len(self._unrelated_rows))
+        if n_unrelated:
+            u_sims, u_idx = self._faiss_unrelated.search(queries, n_unrelated)
+        out: list[Neighbours] = []
         for row, (sim_row, idx_row) in enumerate(zip(sims, idx)):
             excluded = exclude_texts[row] if exclude_texts else set()
             best: dict[str, float] = {}
             for sim, i in zip(sim_row, idx_row):
                 if i < 0:
                     continue
-                item = self.items[i]
-                if item.text in excluded:
-                    continue
-                if item.entry_id not in best:
+                item = self.items[self._entry_rows[i]]
+                if item.text not in excluded and item.entry_id not in best:
                     best[item.entry_id] = float(sim)
+            unrelated = 0.0
+            if n_unrelated:
+                for sim, i in zip(u_sims[row], u_idx[row]):
+                    if i >= 0 and self.items[self._unrelated_rows[i]].text not in excluded:
+                        unrelated = float(sim)
+                        break
             ranked = sorted(best.items(), key=lambda kv: -kv[1])[:max(top, 2)]
-            out.append(ranked)
+            out.append(Neighbours(ranked, unrelated))
         return out
 
     @classmethod
@@ -157,6 +190,7 @@ def _fit_calibration(
             queries.append(embedding_text(negative))
             truths.append(patterns.entries[hit.index].id if hit else None)
     unrelated = _calibration_lines(kb_dir)
+    # Leave-one-out applies here too: an unrelated line does not see itself in the index.
     queries += [embedding_text(line) for line in unrelated]
     truths += [None] * len(unrelated)
     # Most queries are example texts the index already embedded: reuse those vectors.
@@ -165,12 +199,12 @@ def _fit_calibration(
     known.update(zip(fresh, encoder.encode(fresh)))
     vectors = np.stack([known[q] for q in queries])
     # Leave-one-out: a query never sees its own text, as a new line would not.
-    ranked = index.ranked_entries(vectors, exclude_texts=[{q} for q in queries])
-    x = np.array([features([s for _, s in r]) for r in ranked])
-    y = np.array([1.0 if r and r[0][0] == t else 0.0 for r, t in zip(ranked, truths)])
+    found = index.neighbours(vectors, exclude_texts=[{q} for q in queries])
+    x = np.array([features(n.similarities, n.unrelated) for n in found])
+    y = np.array([1.0 if n.entries and n.entries[0][0] == t else 0.0 for n, t in zip(found, truths)])
     weights = fit_logistic(x, y)
     report = {
-        "method": "logistic regression on [1, top similarity, margin], IRLS, L2=0.01",
+        "method": "logistic regression on [1, top similarity, margin to runner-up, margin to nearest unrelated line], IRLS, L2=0.01",
         "fitted_on": "leave-one-out KB examples, KB negatives, kb/calibration/*.txt unrelated lines",
         "n": int(len(y)),
         "n_positive": int(y.sum()),
@@ -182,7 +216,7 @@ def _fit_calibration(
 def build_index(kb: KnowledgeBase, kb_dir: Path, index_dir: Path, encoder: Encoder) -> dict:
     """Embed the KB, fit calibration, and atomically replace ``index_dir``."""
     started = time.time()
-    items = index_items(kb)
+    items = index_items(kb, _calibration_lines(Path(kb_dir)))
     texts = sorted({item.text for item in items})
     by_text = dict(zip(texts, encoder.encode(texts)))
     vectors = np.stack([by_text[item.text] for item in items])
@@ -192,8 +226,9 @@ def build_index(kb: KnowledgeBase, kb_dir: Path, index_dir: Path, encoder: Encod
         "model_name": encoder.name,
         "dim": int(vectors.shape[1]),
         "n_items": len(items),
+        "n_unrelated_items": sum(item.kind == UNRELATED for item in items),
         "n_entries": len(kb.entries),
-        "calibration": Calibrator(weights=(0.0, 0.0, 0.0)).to_json(),
+        "calibration": Calibrator(weights=(0.0, 0.0, 0.0, 0.0)).to_json(),
     }
     provisional = SemanticIndex(meta, items, vectors)
     calibrator, report = _fit_calibration(kb, Path(kb_dir), encoder, provisional)

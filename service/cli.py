@@ -151,7 +151,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     except (OSError, LabelledSetError) as exc:
         print(f"eval: {exc}", file=sys.stderr)
         return 2
-    report = evaluate(_explainer(args), records)
+    report = evaluate(_explainer(args), records, tier=args.tier)
     if args.json:
         print(json.dumps({k: v for k, v in report.__dict__.items() if k != "errors" or args.show_errors}, indent=2))
     else:
@@ -212,6 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("files", nargs="+", metavar="FILE.jsonl")
     ev.add_argument("--json", action="store_true", help="machine-readable report")
     ev.add_argument("--show-errors", action="store_true", help="list every wrong or missed line")
+    ev.add_argument(
+        "--tier", choices=("both", "semantic"), default="both",
+        help="'semantic' answers every line with the embedding tier alone, to measure it",
+    )
     ev.set_defaults(func=_cmd_eval)
 
     _register_frontends(sub)

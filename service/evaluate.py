@@ -71,8 +71,9 @@ def _ratio(a: int, b: int) -> float:
     return a / b if b else 1.0
 
 
-def evaluate(explainer, records: list[LabelledLine]) -> EvalReport:
-    answers = explainer.explain_many([r.line for r in records])
+def evaluate(explainer, records: list[LabelledLine], tier: str = "both") -> EvalReport:
+    """Score answers; ``tier="semantic"`` bypasses the regex tier to measure the fallback alone."""
+    answers = explainer.explain_many([r.line for r in records], regex=tier != "semantic")
     correct_top1 = abstained = abstained_right = false_matches = 0
     confidences: list[float] = []
     top_right: list[bool] = []

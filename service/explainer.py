@@ -23,6 +23,7 @@ from indexer.normalize import NormalizedLine, mask_message, normalize_line
 from indexer.patterns import PatternSet
 from indexer.schema import PatternEntry
 from indexer.semantic_index import (
+    Neighbours,
     SemanticIndex,
     build_index,
     embedding_text,
@@ -76,7 +77,7 @@ class Explainer:
         self._model_path = model_path
         self._index: SemanticIndex | None = None
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, tuple[list[tuple[str, float]], float]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[Neighbours, float]] = OrderedDict()
         self._cache_size = cache_size
 
     # ---- semantic tier plumbing -------------------------------------------------------------
@@ -118,10 +119,14 @@ class Explainer:
     def explain(self, line: str) -> dict:
         return self.explain_many([line])[0]
 
-    def explain_many(self, lines: Sequence[str], semantic: bool = True) -> list[dict]:
-        """One answer per line, in order. Unknown templates are embedded in one batch."""
+    def explain_many(self, lines: Sequence[str], semantic: bool = True, regex: bool = True) -> list[dict]:
+        """One answer per line, in order. Unknown templates are embedded in one batch.
+
+        ``regex=False`` sends every line to the semantic tier: ``eval --tier semantic`` uses it
+        to measure that tier on lines the regex tier would otherwise answer.
+        """
         normalized = [normalize_line(line) for line in lines]
-        answers: list[dict | None] = [self._regex_answer(n) for n in normalized]
+        answers: list[dict | None] = [self._regex_answer(n) if regex else None for n in normalized]
         pending = [i for i, a in enumerate(answers) if a is None]
         if pending and semantic:
             self._semantic_answers(normalized, pending, answers)
@@ -146,27 +151,30 @@ class Explainer:
         missing = sorted({t for t in texts.values() if t not in self._cache})
         if missing:
             index = self.index()
-            ranked = index.ranked_entries(self.encoder.encode(missing))
+            found = index.neighbours(self.encoder.encode(missing))
             with self._lock:
-                for text, row in zip(missing, ranked):
-                    confidence = index.calibrator.confidence([s for _, s in row])
-                    self._cache[text] = (row, confidence)
+                for text, near in zip(missing, found):
+                    confidence = index.calibrator.confidence(near.similarities, near.unrelated)
+                    self._cache[text] = (near, confidence)
                     while len(self._cache) > self._cache_size:
                         self._cache.popitem(last=False)
         for i, text in texts.items():
             hit = self._cache.get(text)
             if hit is None:
                 continue
-            row, confidence = hit
-            answers[i] = self._semantic_answer(normalized[i], row, confidence)
+            near, confidence = hit
+            answers[i] = self._semantic_answer(normalized[i], near, confidence)
 
-    def _semantic_answer(self, line: NormalizedLine, row: list[tuple[str, float]], confidence: float) -> dict:
+    def _semantic_answer(self, line: NormalizedLine, near: Neighbours, confidence: float) -> dict:
         calibrator = self.calibrator
+        row = near.entries
         # A runner-up is scored as if it were the answer, with a negative margin to the best.
         candidates = [
             {
                 "pattern_id": entry_id,
-                "confidence": round(confidence if rank == 0 else calibrator.confidence([sim, row[0][1]]), 4),
+                "confidence": round(
+                    confidence if rank == 0 else calibrator.confidence([sim, row[0][1]], near.unrelated), 4
+                ),
             }
             for rank, (entry_id, sim) in enumerate(row[:3])
         ]

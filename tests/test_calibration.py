@@ -14,6 +14,7 @@ def test_fit_recovers_a_separable_relation():
     calibrator = Calibrator(tuple(weights))
     assert calibrator.confidence([0.95, 0.5]) > 0.9
     assert calibrator.confidence([0.3, 0.29]) < 0.1
+    assert len(weights) == 4
     predicted = [calibrator.confidence([t, t - 0.1]) for t in top]
     assert expected_calibration_error(predicted, list(truth)) < 0.05
 
@@ -24,5 +25,5 @@ def test_ece_is_zero_when_confidence_equals_accuracy_and_large_when_not():
 
 
 def test_calibrator_round_trips_through_json():
-    c = Calibrator((0.5, -1.0, 2.0), threshold=0.6)
+    c = Calibrator((0.5, -1.0, 2.0, 1.0), threshold=0.6)
     assert Calibrator.from_json(c.to_json()) == c

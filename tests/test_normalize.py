@@ -104,6 +104,8 @@ def test_lines_differing_only_in_numbers_share_a_template():
 def test_more_launcher_and_logger_prefixes():
     pdsh = normalize_line("worker-0: [2024-01-01 00:00:00,000] [INFO] [launch.py:1:main] hello")
     assert pdsh.message == "hello" and pdsh.context["host"] == "worker-0"
+    by_ip = normalize_line("10.0.143.177: [2024-01-01 00:00:00,000] [INFO] [launch.py:1:main] hello")
+    assert by_ip.message == "hello" and by_ip.context["host"] == "10.0.143.177"
     assert normalize_line("RuntimeError: CUDA error: out of memory").message == "RuntimeError: CUDA error: out of memory"
     full_year = normalize_line("2025/02/09 07:47:19 - mmengine - INFO - Checkpoints will be saved to /w")
     assert full_year.message == "Checkpoints will be saved to /w" and full_year.context["logger"] == "mmengine"

@@ -62,7 +62,7 @@ def test_build_writes_plain_data_with_a_stamp(small_kb, tmp_path, encoder):
     assert sorted(p.name for p in index_dir.iterdir()) == ["items.json", "meta.json", "vectors.npy"]
     stamp = read_stamp(index_dir)
     assert stamp["kb_digest"] == load_kb(small_kb).digest and stamp["model_name"] == "all-MiniLM-L6-v2"
-    assert stamp["calibration"]["report"]["n"] > 0 and len(stamp["calibration"]["weights"]) == 3
+    assert stamp["calibration"]["report"]["n"] > 0 and len(stamp["calibration"]["weights"]) == 4
     assert meta["n_entries"] == 2
     loaded = SemanticIndex.load(index_dir)
     assert loaded.vectors.shape == (meta["n_items"], meta["dim"])
