@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,11 @@ def start_server(args) -> tuple[subprocess.Popen, str]:
             with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:
                 if response.status == 200:
                     return process, url
+        except urllib.error.HTTPError as exc:  # 503: still loading, or a problem worth stopping for
+            problem = json.loads(exc.read()).get("problem") or ""
+            if "still loading" not in problem:
+                os.killpg(process.pid, signal.SIGTERM)
+                raise SystemExit(f"server is not ready: {problem}")
         except OSError:
             pass
         time.sleep(0.5)

@@ -15,7 +15,7 @@ import orjson
 from fastapi import APIRouter, Query, Request
 
 from service.http.errors import ApiError, error_body
-from service.http.requests import Lang, in_language
+from service.http.explain_body import Lang, in_language
 from service.http.responses import JSONLinesStream
 from service.http.state import ServiceState
 from service.http.upload_stream import UploadedLine, UploadError, upload_lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request
 
 from service.http.errors import ApiError
-from service.http.requests import ExplainRequest, Lang, check_lines, in_language, parse_explain_request
+from service.http.explain_body import ExplainRequest, Lang, check_lines, in_language, parse_explain_request
 from service.http.responses import JSONBytes
 from service.http.state import ServiceState
 

@@ -49,59 +49,69 @@ async def limited_body(request: Request, limit: int) -> AsyncIterator[bytes]:
         return
 
 
-async def multipart_file(chunks: AsyncIterator[bytes], boundary: bytes) -> AsyncIterator[bytes]:
-    """The bytes of the first file part (a part with a filename, or named ``file``)."""
-    state = {"header_field": b"", "header_value": b"", "disposition": b"", "current_is_file": False, "done": False}
-    found: list[bytes] = []
-    file_seen = {"any": False}
+class _FilePart:
+    """python-multipart callbacks that keep the data of the first file part (a part with a
+    filename, or named ``file``) and drop every other part."""
 
-    def on_part_begin() -> None:
-        state["disposition"] = b""
-        state["current_is_file"] = False
+    def __init__(self) -> None:
+        self.pending: list[bytes] = []
+        self.seen = False  # a file part has started
+        self.complete = False  # ... and ended
+        self._in_file = False
+        self._field = self._value = self._disposition = b""
 
-    def on_header_field(data: bytes, start: int, end: int) -> None:
-        state["header_field"] += data[start:end]
+    def callbacks(self) -> dict:
+        return {
+            "on_part_begin": self._part_begin, "on_header_field": self._header_field,
+            "on_header_value": self._header_value, "on_header_end": self._header_end,
+            "on_headers_finished": self._headers_finished, "on_part_data": self._data, "on_part_end": self._part_end,
+        }
 
-    def on_header_value(data: bytes, start: int, end: int) -> None:
-        state["header_value"] += data[start:end]
+    def _part_begin(self) -> None:
+        self._disposition = b""
 
-    def on_header_end() -> None:
-        if state["header_field"].strip().lower() == b"content-disposition":
-            state["disposition"] = state["header_value"]
-        state["header_field"] = state["header_value"] = b""
+    def _header_field(self, data: bytes, start: int, end: int) -> None:
+        self._field += data[start:end]
 
-    def on_headers_finished() -> None:
-        _, params = parse_options_header(state["disposition"])
+    def _header_value(self, data: bytes, start: int, end: int) -> None:
+        self._value += data[start:end]
+
+    def _header_end(self) -> None:
+        if self._field.strip().lower() == b"content-disposition":
+            self._disposition = self._value
+        self._field = self._value = b""
+
+    def _headers_finished(self) -> None:
+        _, params = parse_options_header(self._disposition)
         is_file = b"filename" in params or params.get(b"name") == b"file"
-        state["current_is_file"] = is_file and not file_seen["any"]
-        file_seen["any"] = file_seen["any"] or is_file
+        self._in_file = is_file and not self.seen
+        self.seen = self.seen or is_file
 
-    def on_part_data(data: bytes, start: int, end: int) -> None:
-        if state["current_is_file"]:
-            found.append(data[start:end])
+    def _data(self, data: bytes, start: int, end: int) -> None:
+        if self._in_file:
+            self.pending.append(data[start:end])
 
-    def on_part_end() -> None:
-        if state["current_is_file"]:
-            state["done"] = True
-            state["current_is_file"] = False
+    def _part_end(self) -> None:
+        if self._in_file:
+            self.complete = True
+            self._in_file = False
 
-    parser = MultipartParser(boundary, {
-        "on_part_begin": on_part_begin, "on_header_field": on_header_field, "on_header_value": on_header_value,
-        "on_header_end": on_header_end, "on_headers_finished": on_headers_finished,
-        "on_part_data": on_part_data, "on_part_end": on_part_end,
-    })
+
+async def multipart_file(chunks: AsyncIterator[bytes], boundary: bytes) -> AsyncIterator[bytes]:
+    """The bytes of the uploaded file inside a multipart/form-data body, as they arrive."""
+    part = _FilePart()
+    parser = MultipartParser(boundary, part.callbacks())
     async for chunk in chunks:
         try:
             parser.write(chunk)
         except Exception as exc:  # python-multipart raises its own hierarchy; all mean "bad form"
             raise UploadError(400, "malformed_multipart", f"the multipart body cannot be parsed: {exc}") from None
-        if found:
-            for piece in found:
-                yield piece
-            found.clear()
-    if not file_seen["any"]:
+        for piece in part.pending:
+            yield piece
+        part.pending.clear()
+    if not part.seen:
         raise UploadError(422, "no_file", "the multipart upload has no file part (send the log as form field 'file')")
-    if not state["done"]:
+    if not part.complete:
         raise UploadError(400, "truncated_upload", "the multipart body ended before the file part was complete")
 
 
