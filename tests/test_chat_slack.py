@@ -226,6 +226,14 @@ def test_mention_inside_a_thread_in_chinese_answers_there_in_chinese(slack, expl
     assert call.json["blocks"] == expected_blocks(explainer, SEED_CDB, "zh", answer_id(call.json["blocks"]))
 
 
+def test_a_bare_mention_gets_private_help_and_no_work(slack):
+    slack.send(mention("<@UBOT>  "), content_type="application/json")
+    call = slack.fake.recorder.wait_for(lambda c: c.path == "/api/chat.postEphemeral")
+    assert call.json["user"] == "U1" and call.json["thread_ts"] == "1726000000.000100"
+    assert call.json["text"].startswith("Paste log lines after `/explain`")
+    assert slack.explainer.calls == 0 and "/api/chat.postMessage" not in slack.fake.recorder.paths()
+
+
 def test_several_lines_collapse_into_a_summary_with_the_most_severe_first(slack, explainer):
     lines = [SEED_AFFINITY, SEED_CDB, UNRELATED, SEED_FLUSHES, SEED_AFFINITY]
     slack.send(mention("<@UBOT>\n" + "\n".join(slack_escape(l) for l in lines)), content_type="application/json")

@@ -38,7 +38,7 @@ MAX_BODY_BYTES = 1024 * 1024  # Slack payloads are small; a slash command's text
 log = logging.getLogger("explainlog.chat.slack")
 
 # Context keys the ack step leaves for its lazy step (bolt copies them to the lazy request).
-GO, LANG = "explainlog_go", "explainlog_lang"
+GO, LANG, REFUSAL, THANKS = "explainlog_go", "explainlog_lang", "explainlog_refusal", "explainlog_thanks"
 
 
 class SlackBot:
@@ -66,15 +66,15 @@ class SlackBot:
     def _gate(self, user: str, request: ChatRequest, lang: str, context: BoltContext) -> str | None:
         """Decide in the ack step whether the lazy step will explain; return the text to tell the
         user instead (help, language switched, or the polite rate-limit note)."""
-        context[LANG] = lang
-        context[GO] = False
+        refusal = None
         if not request.lines:
-            return label(lang, "lang_set") if request.lang else label(lang, "help")
-        wait = self.limiter.acquire(f"slack:{user}")
-        if wait is not None:
-            return self.limiter.message(wait, lang)
-        context[GO] = True
-        return None
+            refusal = label(lang, "lang_set") if request.lang else label(lang, "help")
+        else:
+            wait = self.limiter.acquire(f"slack:{user}")
+            if wait is not None:
+                refusal = self.limiter.message(wait, lang)
+        context[LANG], context[GO], context[REFUSAL] = lang, refusal is None, refusal
+        return refusal
 
     def _explain(self, request: ChatRequest, lang: str) -> tuple[list[dict] | None, str]:
         """Blocks and fallback text; on failure no blocks and an apology, so the asker is not
@@ -105,14 +105,13 @@ class SlackBot:
     # ---- @explainlog <lines> ---------------------------------------------------------------
     def ack_mention(self, ack: Ack, event: dict, context: BoltContext) -> None:
         request = self._request(event.get("text", ""))
-        context["explainlog_refusal"] = self._gate(event["user"], request, self._language(event["user"], request), context)
+        self._gate(event["user"], request, self._language(event["user"], request), context)
         ack()
 
     def answer_mention(self, event: dict, client: WebClient, context: BoltContext) -> None:
         thread = event.get("thread_ts") or event["ts"]
-        refusal = context.get("explainlog_refusal")
         if not context.get(GO):
-            client.chat_postEphemeral(channel=event["channel"], user=event["user"], thread_ts=thread, text=refusal)
+            client.chat_postEphemeral(channel=event["channel"], user=event["user"], thread_ts=thread, text=context[REFUSAL])
             return
         blocks, text = self._explain(self._request(event.get("text", "")), context[LANG])
         if blocks is None:
@@ -124,12 +123,12 @@ class SlackBot:
     def ack_shortcut(self, ack: Ack, body: dict, context: BoltContext) -> None:
         request = self._request(body.get("message", {}).get("text", ""))
         user = body["user"]["id"]
-        context["explainlog_refusal"] = self._gate(user, request, self._language(user, request), context)
+        self._gate(user, request, self._language(user, request), context)
         ack()
 
     def answer_shortcut(self, body: dict, client: WebClient, respond: Respond, context: BoltContext) -> None:
         if not context.get(GO):
-            respond(text=context.get("explainlog_refusal"), response_type="ephemeral", replace_original=False)
+            respond(text=context[REFUSAL], response_type="ephemeral", replace_original=False)
             return
         message = body["message"]
         blocks, text = self._explain(self._request(message.get("text", "")), context[LANG])
@@ -154,16 +153,16 @@ class SlackBot:
             lang = self.answerer.store.language(f"slack:{user}") or "en"
             try:
                 self.answerer.store.record_feedback(action["value"], verdict, user, "slack")
-                context["explainlog_thanks"] = label(lang, "thanks_" + verdict)
+                context[THANKS] = label(lang, "thanks_" + verdict)
             except UnknownAnswer:
-                context["explainlog_thanks"] = label(lang, "expired")
+                context[THANKS] = label(lang, "expired")
             ack()
 
         ack_feedback.__name__ = f"ack_feedback_{verdict}"
         return ack_feedback
 
     def thank(self, respond: Respond, context: BoltContext) -> None:
-        respond(text=context["explainlog_thanks"], response_type="ephemeral", replace_original=False)
+        respond(text=context[THANKS], response_type="ephemeral", replace_original=False)
 
 
 def build_slack_app(settings: SlackSettings, bot: SlackBot, socket_mode: bool = False,
