@@ -73,7 +73,8 @@ def _choose_format(args: argparse.Namespace) -> str:
     return "summary" if sys.stdout.isatty() else "jsonl"
 
 
-def _writer(fmt: str, out, options, args, multi: bool):
+def make_writer(fmt: str, out, options, multi: bool, as_json: bool = False):
+    """The writer for ``fmt`` (``as_json``: the summary as JSON rather than a table)."""
     if fmt == "jsonl":
         from service.batch.write_jsonl import JsonlWriter
 
@@ -88,8 +89,7 @@ def _writer(fmt: str, out, options, args, multi: bool):
         return HtmlWriter(out, options)
     from service.batch.write_summary import SummaryWriter
 
-    as_json = bool(args.output and args.output.lower().endswith(".json"))
-    return SummaryWriter(out, "zh" if args.lang == "zh" else "en", as_json)
+    return SummaryWriter(out, "zh" if options.lang == "zh" else "en", as_json)
 
 
 def exit_code(summary, fail_on: str | None, had_input: bool) -> int:
@@ -130,7 +130,7 @@ def run_annotate(args: argparse.Namespace) -> int:
         print(f"explainlog: {problem}", file=sys.stderr)
     if not sources:
         print("explainlog annotate: no readable input", file=sys.stderr)
-        return EXIT_USAGE if not problems or all(p.kind != "empty" for p in problems) else 0
+        return EXIT_USAGE
     return _run_local(args, fmt, options, sources, problems)
 
 
@@ -144,10 +144,11 @@ def _run_local(args, fmt, options, sources, problems) -> int:
     progress = Progress(total, enabled=False if args.no_progress else None)
     out = open(args.output, "wb") if args.output else sys.stdout.buffer
     try:
-        writer = _writer(fmt, out, options, args, multi=len(sources) > 1)
+        as_json = bool(args.output and args.output.lower().endswith(".json"))
+        writer = make_writer(fmt, out, options, multi=len(sources) > 1, as_json=as_json)
         summary = annotate_sources(
             sources, explainer, options, writer, jobs=args.jobs, progress=progress,
-            limits=Limits(max_line=args.max_line_bytes),
+            limits=Limits(max_line=args.max_line_bytes), problems=problems,
         )
         out.flush()
     except BrokenPipeError:
@@ -158,7 +159,6 @@ def _run_local(args, fmt, options, sources, problems) -> int:
     finally:
         if out is not sys.stdout.buffer:
             out.close()
-    summary.problems = problems + summary.problems
     if sys.stderr.isatty() and fmt != "summary":
         print(
             f"explainlog annotate: {summary.total_lines:,} lines, {summary.known_lines:,} explained; "

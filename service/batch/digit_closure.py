@@ -186,7 +186,7 @@ def is_digit_closed(pattern: str) -> bool:
     return digit_closure(pattern) == pattern
 
 
-def digit_hazard(pattern: str) -> str | None:
+def digit_hazard(pattern: str, unanchored: bool = False) -> str | None:
     """A regex that finds where ``pattern`` would treat a line differently from its shape-mates.
 
     ``digit_closure`` widens each digit-specific atom (a literal ``0``, a class like ``[1-9]``)
@@ -195,7 +195,9 @@ def digit_hazard(pattern: str) -> str | None:
     atoms, of the closure with that one atom replaced by the digits it rejects. Lookarounds and
     anchors are kept, so callers that apply it to raw lines (rather than the text the pattern
     really sees) should treat a hit as "go the slow way", never as proof of a difference.
-    Returns None when the pattern is digit-closed (no hazard), and "" when unsure.
+    Returns None when the pattern is digit-closed (no hazard), and "" when unsure. With
+    ``unanchored``, anchors and word boundaries are dropped (which only widens the regex), for
+    searching whole lines when the pattern really runs on a part of them.
     """
     closure = digit_closure(pattern)
     if closure is None:
@@ -207,6 +209,8 @@ def digit_hazard(pattern: str) -> str | None:
     pieces = _atoms(pattern)
     if pieces is None:
         return ""
+    if unanchored:
+        pieces = [("", None, "") if o in ("^", "$", "\\b", "\\B", "\\A", "\\z") else (o, w, r) for o, w, r in pieces]
     for index, (original, widened, rejected) in enumerate(pieces):
         if widened is None:
             continue

@@ -20,11 +20,13 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
+from indexer.calibration import REGEX_CONFIDENCE
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
+from indexer.texts import DECODED_SUFFIX, PLACEHOLDER, field_values, placeholders
 from service.batch.digit_closure import digit_closure, digit_hazard, line_shape
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
@@ -33,27 +35,38 @@ CONTRACT_KEYS = (
     "line", "known", "confidence", "pattern_id", "tier", "component", "severity", "role",
     "title", "explanation", "action", "fields", "context", "candidates",
 )
-_MID_KEYS = CONTRACT_KEYS[1:12]  # known .. fields: what comes between "line" and "context"
+_MID_KEYS = CONTRACT_KEYS[1:12]
+_RANK = {"info": 0, "warning": 1, "error": 2, "fatal": 3}  # known .. fields: what comes between "line" and "context"
 _DIGIT = re.compile(r"\d")
 _STR_SHAPE = str.maketrans("123456789", "000000000")
-SHAPE_LIMIT = 100_000
-MESSAGE_LIMIT = 100_000
+# Cache bounds: each cache is simply cleared when full (cheap, and a training log's working set
+# is small), so memory stays flat however large the input.
+SHAPE_LIMIT = 50_000
+MESSAGE_LIMIT = 20_000
+TEXTS_LIMIT = 20_000
 
 
 class Answer:
     """One distinct answer (everything but the line and its context), shared by many lines."""
 
-    __slots__ = ("data", "key", "template", "rank", "uid", "mid", "tail")
+    __slots__ = ("data", "key", "template", "rank", "_uid", "mid", "tail")
 
-    def __init__(self, answer: dict, template: str | None) -> None:
+    def __init__(self, answer: dict, template: str | None, tail: bytes | None = None) -> None:
         self.data = {k: answer[k] for k in CONTRACT_KEYS if k not in ("line", "context")}
         self.template = template
         # The summary groups known lines by entry and unknown ones by masked template.
         self.key = ("k", answer["pattern_id"]) if answer["known"] else ("u", template or "")
-        self.rank = {"info": 0, "warning": 1, "error": 2, "fatal": 3}.get(answer["severity"], -1)
+        self.rank = _RANK.get(answer["severity"], -1)
         self.mid = orjson.dumps({k: answer[k] for k in _MID_KEYS})[1:-1]
-        self.tail = orjson.dumps({"candidates": answer["candidates"]})[1:-1]
-        self.uid = hashlib.blake2b(self.mid + self.tail, digest_size=12).digest()
+        self.tail = tail if tail is not None else orjson.dumps({"candidates": answer["candidates"]})[1:-1]
+        self._uid: bytes | None = None
+
+    @property
+    def uid(self) -> bytes:
+        """A digest of the answer, so writers can share one copy across chunks and workers."""
+        if self._uid is None:
+            self._uid = hashlib.blake2b(self.mid + self.tail, digest_size=12).digest()
+        return self._uid
 
     @property
     def known(self) -> bool:
@@ -68,6 +81,7 @@ class Answer:
 FIXED = 0  # one answer for every line of the shape
 BY_MESSAGE = 1  # answer depends on the message: cached per message
 PENDING = 2  # one answer for the shape, not computed yet (unknown to the regex tier)
+FIELDS = 3  # one KB entry for the shape, with named groups: fields (and texts) per line
 
 
 @dataclass(eq=False)
@@ -82,6 +96,16 @@ class Shape:
     template: str | None = None
     embedded: str | None = None  # the text the spine's semantic tier keys its answers by
     checked: bool = False
+    # digit-specific KB entries that may match this shape, and which of them matched its first
+    # line; a line with another outcome is answered by message, not by shape
+    checks: tuple | None = None
+    checks_context: bool = False
+    # FIELDS: the winning entry, its constant candidates, and the fields its texts use (texts
+    # are cached by those values: a comm pointer in the fields leaves the texts alone)
+    entry: int = -1
+    candidates: list | None = None
+    used: tuple = ()
+    tail: bytes | None = None
 
 
 @dataclass
@@ -110,19 +134,34 @@ class Engine:
         self._shapes: dict[bytes, Shape] = {}
         self._messages: dict[Any, Answer] = {}
         self._by_embedded: dict[str, Answer] = {}
+        self._python_patterns: dict[int, Any] = {}  # entry index -> re twin, or False
+        self._fillers: dict[int, tuple] = {}  # entry index -> its texts split at placeholders
+        self._texts: dict[tuple, tuple] = {}  # (entry, used field values) -> filled texts
         self._constraint_keys = tuple(sorted({k for e in explainer.entries for k in e.context}))
         self._normalize_ok = all(
             digit_closure(rx.pattern) == rx.pattern for rx in [ANSI, CONTROL] + [r for _, r in PREFIX_RULES]
         )
         self._hazard = _hazard([rx.pattern for rx, _ in MASKS])
-        kb_patterns = [
-            e.pattern for e in explainer.entries
-            if digit_closure(e.pattern) != e.pattern
-            or any(digit_closure(rx) != rx for rx in e.context.values())
-        ]
+        # Digit-specific KB entries (a literal digit, a class like [1-9], in the pattern or a
+        # context rule): if the digit closure of the pattern can match a shape, lines of that
+        # shape are checked one by one against the real pattern (one RE2 search), and a line
+        # whose outcome differs from the shape's first line takes the per-message path.
         import re2
 
-        self._kb_guards, self._kb_unsure = _guards(kb_patterns, re2.compile, force=True)
+        self._digit_specific: list[list[tuple[str, Any]]] = []  # context rules of each
+        self._guards = re2.Set.SearchSet(re2.Options())  # their digit closures, for shapes
+        self._specific = re2.Set.SearchSet(re2.Options())  # the patterns themselves, for lines
+        for entry in explainer.entries:
+            rules = list(entry.context.items())
+            if all(digit_closure(rx) == rx for rx in [entry.pattern] + [rx for _, rx in rules]):
+                continue
+            closure = digit_closure(entry.pattern)
+            self._guards.Add(closure if closure is not None else "")  # "" matches every shape
+            self._specific.Add(entry.pattern)
+            self._digit_specific.append([(k, re2.compile(rx)) for k, rx in rules])
+        if self._digit_specific:
+            self._guards.Compile()
+            self._specific.Compile()
 
     # ---- shapes -----------------------------------------------------------------------------
     def _new_shape(self, key: bytes, text: str) -> Shape:
@@ -134,14 +173,25 @@ class Engine:
         self._learned += 1
         shape.checked = not self._should_verify()
         shaped = normalized.message.translate(_STR_SHAPE)
-        if not shape.fast or self._kb_unsure or any(g.search(shaped) for g in self._kb_guards):
-            return shape  # BY_MESSAGE: a digit-specific KB pattern might match some lines
+        relevant = frozenset((self._guards.Match(shaped) or []) if self._digit_specific else [])
+        if relevant:
+            shape.checks = (relevant, self._outcomes(relevant, normalized.message, normalized.context))
+            shape.checks_context = any(self._digit_specific[i] for i in relevant)
+        if not shape.fast:
+            return shape  # BY_MESSAGE
         hits = self.explainer.patterns.matching(normalized.message, normalized.context)
         if hits:
+            answer = self.explainer.explain_many([text], semantic=False)[0]
             if not self.explainer.patterns.group_names(hits[0]):
-                answer = self.explainer.explain_many([text], semantic=False)[0]
                 shape.mode, shape.answer = FIXED, Answer(answer, None)
-            return shape  # with named groups, fields (and so texts) vary line by line
+            else:
+                entry = self.explainer.entries[hits[0]]
+                texts = [t for b in (entry.title, entry.explanation, entry.action) if b for t in (b.en, b.zh)]
+                used = sorted({name.removesuffix(DECODED_SUFFIX) for t in texts for name in placeholders(t)})
+                shape.mode, shape.entry, shape.used = FIELDS, hits[0], tuple(used)
+                shape.candidates = answer["candidates"]
+                shape.tail = Answer(answer, None).tail
+            return shape
         if not normalized.message:
             return shape
         template = mask_message(normalized.message)
@@ -218,6 +268,45 @@ class Engine:
             for a, text, template in zip(answers, texts, templates)
         ]
 
+    def _outcomes(self, relevant: frozenset, message: str, context: dict) -> frozenset:
+        """Which of the ``relevant`` digit-specific entries match a line (one RE2 set pass)."""
+        hits = relevant.intersection(self._specific.Match(message) or ())
+        return frozenset(
+            i for i in hits
+            if all(k in context and rx.search(context[k]) is not None for k, rx in self._digit_specific[i])
+        )
+
+    def _fields_answer(self, shape: Shape, message: str) -> Answer:
+        """The spine's regex-tier answer for a line whose entry is known from its shape: only
+        the fields are read from the line; texts are filled once per distinct used values."""
+        entry = self.explainer.entries[shape.entry]
+        compiled = self._python_patterns.get(shape.entry)
+        if compiled is None:
+            compiled = self._python_patterns[shape.entry] = _python_twin(entry.pattern)
+        if compiled is False:
+            fields = self.explainer.patterns.groups(shape.entry, message)
+        else:
+            match = compiled.search(message)
+            fields = {k: v for k, v in match.groupdict().items() if v is not None} if match else {}
+        key = (shape.entry,) + tuple(fields.get(name) for name in shape.used)
+        texts = self._texts.get(key)
+        if texts is None:
+            if len(self._texts) >= TEXTS_LIMIT:
+                self._texts.clear()
+            values = field_values(entry, {k: v for k, v in fields.items() if k in shape.used})
+            fillers = self._fillers.get(shape.entry)
+            if fillers is None:
+                fillers = self._fillers[shape.entry] = tuple(
+                    _split_bilingual(text) for text in (entry.title, entry.explanation, entry.action)
+                )
+            texts = self._texts[key] = tuple(_fill_split(f, values) for f in fillers)
+        return Answer({
+            "known": True, "confidence": round(REGEX_CONFIDENCE, 4), "pattern_id": entry.id, "tier": "regex",
+            "component": entry.component.value, "severity": entry.severity.value, "role": entry.role.value,
+            "title": texts[0], "explanation": texts[1], "action": texts[2], "fields": fields,
+            "candidates": shape.candidates,
+        }, None, shape.tail)
+
     def _settle(self, shape: Shape, answer: Answer) -> None:
         shape.mode, shape.answer = FIXED, answer
         if len(self._by_embedded) >= MESSAGE_LIMIT:
@@ -227,7 +316,7 @@ class Engine:
     def annotate(self, chunk: Chunk, need_context: bool = True) -> Annotated:
         lines = chunk.data.split(b"\n")
         shapes = line_shape(chunk.data).split(b"\n")
-        texts, undecodable = _decode(chunk.data, lines)
+        texts, undecodable, _ = _decode(chunk.data, lines)
         n = len(lines)
         answers: list[Answer | None] = [None] * n
         contexts: list[dict] | None = [None] * n if need_context else None  # type: ignore[list-item]
@@ -254,6 +343,14 @@ class Engine:
             if need_context:
                 contexts[i] = context if context is not None else {}  # type: ignore[index]
             answer = shape.answer
+            if shape.checks is not None:
+                if context is None and shape.checks_context:
+                    context = {k: (c if c is not None else text[b:e]) for k, c, b, e in shape.ctx_items}
+                relevant, expected = shape.checks
+                if self._outcomes(relevant, message, context or {}) != expected:
+                    shape, answer = _SLOW, None  # this line's digits change the regex tier
+            if answer is None and shape.mode == FIELDS:
+                answer = self._fields_answer(shape, message)
             if answer is None:
                 if shape.mode == PENDING:
                     key: Any = shape
@@ -295,13 +392,12 @@ class Engine:
     def _hazard_lines(self, data: bytes) -> set[int]:
         """Lines whose digits a digit-specific mask rule could treat unlike their shape-mates;
         they take the slow path and never teach a shape."""
-        if self._hazard is None:
-            return set()
+        found: set[int] = set()
         if self._hazard is _ALWAYS:
             return set(range(data.count(b"\n") + 1))
-        found: set[int] = set()
-        for match in self._hazard.finditer(data):
-            found.add(data.count(b"\n", 0, match.start()))
+        if self._hazard is not None:
+            for match in self._hazard.finditer(data):
+                found.add(data.count(b"\n", 0, match.start()))
         return found
 
     def _verify(self, texts: list[str], shapes: list[bytes], answers: list, contexts: list | None) -> None:
@@ -366,9 +462,9 @@ class Engine:
             shape = self._shapes.get(key)
             if shape is None:
                 shape = self._new_shape(key, text_at(first[key]))
-            if shape.answer is not None:
+            if shape.answer is not None and shape.checks is None:
                 _add(summary, chunk.source, shape.answer, count, base + first[key], base + last[key], text_at(first[key]))
-            elif shape.mode == PENDING:
+            elif shape.mode == PENDING and shape.checks is None:
                 waiting.setdefault(shape, []).append(key)
             else:
                 per_line.add(key)
@@ -422,25 +518,46 @@ def _hazard(patterns: list[str]) -> re.Pattern[bytes] | None:
         return _ALWAYS
 
 
-def _guards(patterns: list[str], compile_: Callable, force: bool = False) -> tuple[list, bool]:
-    """Compiled digit closures of the patterns that are not digit-closed themselves."""
-    guards = []
-    for pattern in patterns:
-        closure = digit_closure(pattern)
-        if closure is None:
-            return [], True
-        if closure != pattern or force:
-            try:
-                guards.append(compile_(closure))
-            except Exception:
-                return [], True
-    return guards, False
+def _split_bilingual(text: Any) -> tuple[list[str], list[str]] | None:
+    """``indexer.texts.fill`` ahead of time: each text split at its ``{placeholders}``."""
+    return None if text is None else (PLACEHOLDER.split(text.en), PLACEHOLDER.split(text.zh))
 
 
-def _decode(data: bytes, lines: list[bytes]) -> tuple[list[str], list[int]]:
-    """Text of each line; undecodable bytes become U+FFFD and the line is noted."""
+def _fill_split(split: tuple[list[str], list[str]] | None, values: dict) -> dict | None:
+    """Same result as ``indexer.texts.fill_bilingual``: odd parts are placeholder names."""
+    if split is None:
+        return None
+    out = []
+    for lang, parts in enumerate(split):
+        pieces = parts[:]
+        for i in range(1, len(pieces), 2):
+            hit = values.get(pieces[i])
+            pieces[i] = hit[lang] if hit is not None else f"<{pieces[i]}>"
+        out.append("".join(pieces))
+    return {"en": out[0], "zh": out[1]}
+
+
+_RE2_ONLY = re.compile(r"\[:|\\[pPCzQE]|\(\?[a-zA-Z]*U")
+
+
+def _python_twin(pattern: str) -> Any:
+    """The KB pattern compiled by Python's ``re`` (ASCII classes, as RE2 has them), for
+    extracting fields with less per-call overhead; False when the syntax is RE2-only (POSIX
+    classes, Unicode classes, \\C, \\z, \\Q, ungreedy flag) or does not compile. Sampled
+    verification against the spine (``Engine.verify``) and the tests guard the equivalence."""
+    if _RE2_ONLY.search(pattern):
+        return False
     try:
-        return data.decode("utf-8").split("\n"), []
+        return re.compile(pattern, re.ASCII)
+    except re.error:
+        return False
+
+
+def _decode(data: bytes, lines: list[bytes]) -> tuple[list[str], list[int], str]:
+    """Text of each line (and of the chunk); undecodable bytes become U+FFFD and are noted."""
+    try:
+        whole = data.decode("utf-8")
+        return whole.split("\n"), [], whole
     except UnicodeDecodeError:
         pass
     texts, bad = [], []
@@ -450,7 +567,7 @@ def _decode(data: bytes, lines: list[bytes]) -> tuple[list[str], list[int]]:
         except UnicodeDecodeError:
             texts.append(raw.decode("utf-8", "replace"))
             bad.append(i)
-    return texts, bad
+    return texts, bad, "\n".join(texts)
 
 
 def _undecodable(data: bytes) -> list[int]:

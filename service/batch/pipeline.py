@@ -102,11 +102,13 @@ def annotate_sources(
     progress: Progress | None = None,
     limits: Limits = Limits(),
     on_problem: Callable[[Problem], None] | None = None,
+    problems: list[Problem] | None = None,
 ) -> Summary:
-    """Annotate every source into ``writer``; returns the run's summary (interrupted or not)."""
+    """Annotate every source into ``writer``; returns the run's summary (interrupted or not).
+    ``problems`` found before reading (by discovery) are part of the summary from the start."""
     progress = progress or Progress(None, enabled=False)
     on_problem = on_problem or (lambda p: print(f"explainlog: {p}", file=sys.stderr))
-    summary = Summary()
+    summary = Summary(problems=list(problems or []))
     for index, source in enumerate(sources):
         summary.ensure_file(index, source.name)
     guard = _Interrupts()

@@ -1,0 +1,61 @@
+"""Shared helpers for the batch tests: a seed-style log and an in-process annotate call."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+from service.batch.cli import make_writer
+from service.batch.inputs import discover
+from service.batch.options import Options
+from service.batch.pipeline import annotate_sources
+from service.batch.summary import Summary
+
+REPO = Path(__file__).resolve().parent.parent
+SEED_LOG = REPO / "samples" / "seed_training.log"
+IB_LINE = (
+    "cc0af148112143078d5c88b5e68679fd-task0-0:133:202 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB "
+    "[1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; OOB eth0:10.244.174.137<0>"
+)
+AFFINITY_LINE = "cc0af148112143078d5c88b5e68679fd-task0-0:135:208 [2] NCCL INFO Setting affinity for GPU 2 to ff0000"
+CDB_LINE = "[2024-09-10 14:27:19,059] [INFO] [comm.py:637:init_distributed] cdb=None"
+FLUSH_LINE = (
+    "[2024-09-10 19:43:48,249] [WARNING] [stage3.py:1998:step] 7 pytorch allocator cache flushes since last step. "
+    "this happens when there is high memory pressure and is detrimental to performance. if this is happening "
+    "frequently consider adjusting settings to reduce memory consumption. If you are unable to make the cache "
+    "flushes go away consider adding get_accelerator().empty_cache() calls in your training loop to ensure that "
+    "all ranks flush their caches at the same time"
+)
+UNRELATED = [
+    '10.0.0.7 - - [11/Mar/2024:09:12:44 +0000] "GET /index.html HTTP/1.1" 200 612 "-" "curl/8.5.0"',
+    "at org.apache.catalina.core.StandardWrapperValve.invoke(StandardWrapperValve.java:199)",
+]
+
+
+def seed_style_lines() -> list[str]:
+    """The bundled seed log, the seed lines with ids, runs of repeats from several ranks, and
+    unrelated software: every path of the engine (fixed, per-message, unknown) gets exercised."""
+    lines = SEED_LOG.read_text(encoding="utf-8").splitlines()
+    lines += [CDB_LINE.replace("19,059", f"19,{i:03d}") for i in range(6)]
+    lines += [AFFINITY_LINE.replace("task0-0:135", f"task0-{i}:135") for i in range(5)]
+    lines += [IB_LINE, FLUSH_LINE, FLUSH_LINE.replace(" 7 pytorch", " 3 pytorch")]
+    lines += UNRELATED * 3
+    return lines
+
+
+def annotate(explainer, paths: list[str], fmt: str, jobs: int = 1, **options) -> tuple[bytes, Summary]:
+    sources, problems = discover(paths)
+    out = io.BytesIO()
+    opts = Options(format=fmt, **options)
+    writer = make_writer(fmt, out, opts, multi=len(sources) > 1)
+    summary = annotate_sources(sources, explainer, opts, writer, jobs=jobs, on_problem=lambda p: None,
+                               problems=problems)
+    return out.getvalue(), summary
+
+
+def run_cli(kb_dir, index_dir, args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "service.cli", "--kb", str(kb_dir), "--index", str(index_dir),
+           "--index-policy", "refuse", *args]
+    return subprocess.run(cmd, capture_output=True, timeout=600, **kwargs)

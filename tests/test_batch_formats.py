@@ -1,0 +1,161 @@
+"""``explainlog annotate`` formats: the spine's answers, lines in = lines out, order kept."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from batch_helpers import (
+    AFFINITY_LINE, CDB_LINE, FLUSH_LINE, IB_LINE, UNRELATED, annotate, run_cli, seed_style_lines,
+)
+from service.batch.engine import Engine
+from service.batch.reader import Chunk
+from service.explainer import CONTRACT_KEYS
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory):
+    path = tmp_path_factory.mktemp("batch") / "train.log"
+    path.write_text("\n".join(seed_style_lines()) + "\n", encoding="utf-8")
+    return path
+
+
+def test_jsonl_is_the_spine_answer_for_every_line(explainer, log):
+    out, summary = annotate(explainer, [str(log)], "jsonl")
+    lines = log.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(r) for r in out.decode().splitlines()]
+    assert len(records) == len(lines) == summary.total_lines
+    expected = explainer.explain_many(lines)
+    for number, (record, answer) in enumerate(zip(records, expected), start=1):
+        assert record["file"] == str(log) and record["line_number"] == number
+        assert tuple(record)[2:] == CONTRACT_KEYS
+        assert {k: v for k, v in record.items() if k not in ("file", "line_number")} == answer
+    by_line = {r["line"]: r for r in records}
+    assert by_line[IB_LINE]["pattern_id"] == "nccl.net.ib_devices"
+    assert "Relaxed Ordering" in by_line[IB_LINE]["explanation"]["en"]
+    assert "16-23" in by_line[AFFINITY_LINE]["explanation"]["en"]
+    assert by_line[CDB_LINE]["pattern_id"] == "deepspeed.comm.cdb_none"
+    assert by_line[FLUSH_LINE]["severity"] == "warning"
+    assert not by_line[UNRELATED[0]]["known"]
+
+
+def test_engine_fast_path_agrees_with_the_spine_on_every_shape(explainer, log):
+    engine = Engine(explainer, verify="all")
+    data = log.read_bytes().rstrip(b"\n")
+    engine.annotate(Chunk(0, 1, data, data.count(b"\n") + 1))
+    engine.annotate(Chunk(0, 1, data, data.count(b"\n") + 1))  # second pass: all from caches
+    assert engine.mismatches == 0
+
+
+def test_only_known_and_min_severity_keep_a_compact_record_per_line(explainer, log):
+    out, _ = annotate(explainer, [str(log)], "jsonl", min_severity="warning")
+    records = [json.loads(r) for r in out.decode().splitlines()]
+    assert len(records) == len(log.read_text().splitlines())
+    full = [r for r in records if "explanation" in r]
+    assert full and all(r["severity"] in ("warning", "error", "fatal") for r in full)
+    compact = [r for r in records if "explanation" not in r]
+    assert all(set(r) <= {"file", "line_number", "line", "known", "pattern_id", "severity"} for r in compact)
+    out, _ = annotate(explainer, [str(log)], "jsonl", only_known=True)
+    records = [json.loads(r) for r in out.decode().splitlines()]
+    assert all(("explanation" in r) == r["known"] for r in records)
+
+
+def test_commented_keeps_the_original_bytes_and_comments_runs_once(explainer, log):
+    out, _ = annotate(explainer, [str(log)], "commented", lang="en")
+    text = out.decode()
+    original = [l for l in text.splitlines() if not l.startswith("# ")]
+    assert original == log.read_text(encoding="utf-8").splitlines()  # lines in = lines out
+    assert "# [info] nccl.init.affinity" in text
+    assert "(5 lines of this entry follow)" in text  # 5 ranks' affinity lines: one comment
+    assert text.count("# [info] nccl.init.affinity") == 2  # the seed's own run + ours
+    assert "Relaxed Ordering" in text
+    zh, _ = annotate(explainer, [str(log)], "commented", lang="zh")
+    comments = [l for l in zh.decode().splitlines() if l.startswith("# ") and not l.startswith("# [")]
+    chinese = [l for l in comments if any("\u4e00" <= ch <= "\u9fff" for ch in l)]
+    assert comments and len(chinese) >= 0.8 * len(comments)  # wrapped lines may be all English terms
+
+
+def test_commented_can_hide_context_lines(explainer, log):
+    out, _ = annotate(explainer, [str(log)], "commented", lang="en", hide_context=True)
+    entries = {e.id: e for e in explainer.entries}
+    for line in out.decode().splitlines():
+        if line.startswith("# [") and "] " in line:
+            pattern_id = line.split("] ", 1)[1].split()[0]
+            assert entries[pattern_id].role.value != "context"
+
+
+def test_summary_counts_every_line_and_puts_errors_first(explainer, log):
+    out, summary = annotate(explainer, [str(log)], "summary")
+    text = out.decode()
+    assert summary.total_lines == len(log.read_text().splitlines())
+    assert summary.known_lines + summary.unknown_lines == summary.total_lines
+    assert summary.entries["nccl.init.affinity"].count == 4 + 5
+    assert summary.entries["deepspeed.comm.cdb_none"].count == 1 + 6
+    assert summary.entries["deepspeed.comm.cdb_none"].first == (0, 4)
+    severities = [s.severity for _, s in summary.ranked_entries()]
+    ranks = [{"info": 0, "warning": 1, "error": 2, "fatal": 3}[s] for s in severities]
+    assert ranks == sorted(ranks, reverse=True)
+    assert f"{summary.total_lines:,} lines" in text and "lines nobody explains" in text
+    assert summary.first_at_least("warning") is not None
+
+
+def test_summary_fast_path_equals_the_per_line_tally(explainer, log):
+    _, fast = annotate(explainer, [str(log)], "summary")
+    _, slow = annotate(explainer, [str(log)], "jsonl")
+    assert fast.to_json() == slow.to_json()
+
+
+def test_html_embeds_every_line_once(explainer, log):
+    out, summary = annotate(explainer, [str(log)], "html")
+    html = out.decode()
+    assert html.startswith("<!doctype html>") and html.rstrip().endswith("</html>")
+    assert html.count('class="chunk"') >= 1 and "summary-data" in html
+    blocks = [
+        json.loads(b.split(">", 1)[1].split("</script>", 1)[0])
+        for b in html.split("<script ")[1:] if 'class="chunk"' in b.split(">", 1)[0]
+    ]
+    texts = [t for b in blocks for t in b["t"]]
+    assert texts == log.read_text(encoding="utf-8").splitlines()
+    assert sum(len(b["a"]) for b in blocks) == summary.total_lines
+
+
+def test_workers_give_the_same_bytes_as_one_process(kb_dir, index_dir, log, tmp_path):
+    big = tmp_path / "big.log"
+    big.write_text(("\n".join(seed_style_lines()) + "\n") * 400, encoding="utf-8")  # ~35k lines, several chunks
+    outputs = {}
+    for jobs in ("1", "2"):
+        for fmt in ("jsonl", "commented", "summary"):
+            result = run_cli(kb_dir, index_dir, ["annotate", str(big), "--format", fmt, "-j", jobs, "--regex-only",
+                                                 "-o", str(tmp_path / f"out-{jobs}.{fmt}")])
+            assert result.returncode == 0, result.stderr.decode()
+            outputs[jobs, fmt] = (tmp_path / f"out-{jobs}.{fmt}").read_bytes()
+    for fmt in ("jsonl", "commented", "summary"):
+        assert outputs["1", fmt] == outputs["2", fmt], fmt
+    assert outputs["1", "jsonl"].count(b"\n") == big.read_text().count("\n")
+
+
+def test_fail_on_and_exit_codes(kb_dir, index_dir, log, tmp_path):
+    ok = run_cli(kb_dir, index_dir, ["annotate", str(log), "--fail-on", "error", "--format", "summary", "--regex-only"])
+    assert ok.returncode == 0, ok.stderr.decode()
+    warned = run_cli(kb_dir, index_dir, ["annotate", str(log), "--fail-on", "warning", "--format", "summary", "--regex-only"])
+    assert warned.returncode == 1
+    missing = run_cli(kb_dir, index_dir, ["annotate", str(tmp_path / "nope.log")])
+    assert missing.returncode == 2 and b"nope.log" in missing.stderr
+    bad = tmp_path / "cut.gz"
+    import gzip
+
+    whole = gzip.compress(log.read_bytes() * 50)
+    bad.write_bytes(whole[: len(whole) // 2])
+    lost = run_cli(kb_dir, index_dir, ["annotate", str(log), str(bad), "--format", "jsonl", "--regex-only"])
+    assert lost.returncode == 3
+    assert b"cut.gz:" in lost.stderr and b"truncated gzip" in lost.stderr
+
+
+def test_piped_output_defaults_to_jsonl_and_has_no_progress_bar(kb_dir, index_dir):
+    lines = "\n".join(seed_style_lines()) + "\n"
+    result = run_cli(kb_dir, index_dir, ["annotate", "-", "--regex-only"], input=lines.encode())
+    assert result.returncode == 0, result.stderr.decode()
+    records = [json.loads(r) for r in result.stdout.decode().splitlines()]
+    assert len(records) == len(lines.splitlines()) and records[0]["file"] == "<stdin>"
+    assert b"lines/s" not in result.stderr

@@ -1,0 +1,96 @@
+"""The HTML report in real headless Chromium: summary, links, inline explanations, filters, zh/en."""
+
+from __future__ import annotations
+
+import pytest
+
+from batch_helpers import AFFINITY_LINE, annotate, seed_style_lines
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def report(explainer, tmp_path_factory):
+    root = tmp_path_factory.mktemp("html")
+    log = root / "train.log"
+    lines = seed_style_lines() * 30  # > one page of 500 lines, so paging matters
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out, summary = annotate(explainer, [str(log)], "html")
+    path = root / "report.html"
+    path.write_bytes(out)
+    return path, summary, lines
+
+
+@pytest.fixture(scope="module")
+def page(report):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        tab = browser.new_page()
+        errors: list[str] = []
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        tab.goto(report[0].as_uri())
+        tab.wait_for_selector("body[data-ready='1']")
+        yield tab, errors
+        browser.close()
+
+
+def test_summary_header_counts_every_line(page, report):
+    tab, errors = page
+    _, summary, lines = report
+    assert not errors
+    assert tab.inner_text("#total-lines").replace(",", "").startswith(str(len(lines)))
+    assert summary.total_lines == len(lines)
+    entries = tab.inner_text("#entries")
+    assert "nccl.init.affinity" in entries and "deepspeed.zero3.allocator_cache_flushes" in entries
+    assert tab.locator("#templates tr").count() > 1  # unknown templates listed
+    assert "500" in tab.inner_text("#pageinfo") or "page 1 of" in tab.inner_text("#pageinfo")
+
+
+def test_first_warning_link_jumps_and_expands(page):
+    tab, _ = page
+    tab.click("#first-warning a")
+    row = tab.locator(".row.hit")
+    row.wait_for()
+    assert "allocator cache flushes" in row.inner_text()
+    explanation = tab.locator(".row.hit + .exp")
+    explanation.wait_for()
+    assert "deepspeed.zero3.allocator_cache_flushes" in explanation.inner_text()
+
+
+def test_rows_expand_inline_and_language_switches(page):
+    tab, _ = page
+    row = tab.locator(".row.k", has_text=AFFINITY_LINE.split("] ", 1)[1]).first
+    row.click()
+    box = tab.locator(".exp", has_text="16-23").first
+    box.wait_for()
+    tab.click("#lang-zh")
+    row = tab.locator(".row.k", has_text=AFFINITY_LINE.split("] ", 1)[1]).first
+    row.click()
+    text = tab.locator(".exp").first.inner_text()
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in text)
+    tab.click("#lang-en")
+
+
+def test_filters_by_severity_and_paging(page, report):
+    tab, _ = page
+    _, summary, _ = report
+    for severity in ("info", "unknown"):
+        tab.uncheck(f"input.sev[value='{severity}']")
+    shown = tab.locator("#log .row").count()
+    assert shown == summary.severity_counts()["warning"] + summary.severity_counts()["error"] + summary.severity_counts()["fatal"]
+    assert all("s-warning" in c or "s-error" in c or "s-fatal" in c
+               for c in tab.eval_on_selector_all("#log .row", "rows => rows.map(r => r.className)"))
+    for severity in ("info", "unknown"):
+        tab.check(f"input.sev[value='{severity}']")
+    assert tab.locator("#log .row").count() == 500
+    tab.click("#next")
+    assert tab.inner_text("#pageinfo").startswith("page 2")
+    tab.select_option("#component", "nccl")
+    components = tab.eval_on_selector_all("#log .row", "rows => rows.length")
+    assert components > 0
