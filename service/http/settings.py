@@ -49,13 +49,14 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
-def _parse_int(name: str, raw: str, minimum: int) -> int:
+def _parse_int(name: str, raw: str) -> int:
+    where = f"{SETTINGS[name].flag}/{SETTINGS[name].env}"
     try:
         value = int(raw.replace("_", ""))
     except ValueError:
-        raise SettingsError(f"{SETTINGS[name].env}={raw!r} is not an integer") from None
-    if value < minimum:
-        raise SettingsError(f"{SETTINGS[name].env}={value} must be at least {minimum}")
+        raise SettingsError(f"{where}={raw!r} is not an integer") from None
+    if value < 1:
+        raise SettingsError(f"{where}={value} must be at least 1")
     return value
 
 
@@ -83,7 +84,7 @@ class Settings:
         if self.index_policy not in ("rebuild", "refuse"):
             raise SettingsError(f"index policy must be 'rebuild' or 'refuse', not {self.index_policy!r}")
         for name in ("port", "workers", "max_body_bytes", "max_lines", "max_line_chars", "max_upload_bytes"):
-            if getattr(self, name) < (0 if name == "port" else 1):
+            if getattr(self, name) < 1:
                 raise SettingsError(f"{SETTINGS[name].env} must be positive, got {getattr(self, name)}")
 
     @classmethod
@@ -95,7 +96,7 @@ class Settings:
             if raw is None or raw == "":
                 continue
             if f.name in ("port", "workers", "max_body_bytes", "max_lines", "max_line_chars", "max_upload_bytes"):
-                kwargs[f.name] = _parse_int(f.name, str(raw), 0)
+                kwargs[f.name] = _parse_int(f.name, str(raw))
             elif f.name in ("kb_dir", "index_dir"):
                 kwargs[f.name] = Path(raw)
             elif f.name == "cors_origins":
