@@ -59,3 +59,18 @@ def test_eval_rejects_a_malformed_set(tmp_path, index_dir):
         [sys.executable, "-m", "service.cli", "--index", str(index_dir), "eval", str(bad)], capture_output=True, text=True
     )
     assert result.returncode == 2 and "bad.jsonl:2" in result.stderr
+
+
+def test_top1_accuracy_on_the_shipped_sets(explainer):
+    report = evaluate(explainer, load_labelled(EVAL_FILES))
+    assert report.top1_accuracy >= 0.9, report.errors[:10]
+    assert report.ece < 0.1
+
+
+def test_semantic_tier_alone_is_useful_and_abstains_on_unrelated_lines(explainer):
+    """The fallback, measured on lines the regex tier would have answered: it should still find
+    the right entry most of the time, and never claim unrelated software."""
+    report = evaluate(explainer, load_labelled(EVAL_FILES), tier="semantic")
+    assert report.top1_accuracy >= 0.7
+    unrelated = evaluate(explainer, load_labelled([DATA / "eval_unrelated.jsonl"]), tier="semantic")
+    assert unrelated.false_matches == 0
