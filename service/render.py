@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import textwrap
+import re
+import unicodedata
 
 SEVERITY_COLOURS = {"info": "36", "warning": "33", "error": "31", "fatal": "1;31"}
 LANG_LABELS = {"en": "EN", "zh": "中文"}
@@ -12,10 +13,37 @@ def _paint(text: str, code: str, colour: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if colour else text
 
 
+_TOKENS = re.compile(r"[\u2e80-\uffef]|[^\s\u2e80-\uffef]+|\s+")
+
+
+def _width(text: str) -> int:
+    """Terminal columns: CJK characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def wrap_display(text: str, width: int) -> list[str]:
+    """Wrap by display width; Chinese may break between any two characters, English only at
+    spaces (textwrap counts characters and treats a Chinese sentence as one long word)."""
+    lines: list[str] = []
+    current = ""
+    for token in _TOKENS.findall(text):
+        if token.isspace():
+            if current:
+                current += " "
+            continue
+        if current and _width(current) + _width(token) > width:
+            lines.append(current.rstrip())
+            current = ""
+        current += token
+    if current.strip():
+        lines.append(current.rstrip())
+    return lines or [""]
+
+
 def _wrap(label: str, text: str, width: int) -> list[str]:
-    # Chinese has no spaces to break at; textwrap still breaks long runs, which reads fine.
-    body = textwrap.wrap(text, width=width - 6, break_long_words=True, break_on_hyphens=False) or [""]
-    return [f"  {label:<4} {body[0]}"] + [f"       {line}" for line in body[1:]]
+    body = wrap_display(text, width - 7)
+    pad = " " * max(0, 4 - _width(label))
+    return [f"  {label}{pad} {body[0]}"] + [f"       {line}" for line in body[1:]]
 
 
 def render_answer(answer: dict, langs: tuple[str, ...] = ("en", "zh"), colour: bool = False, width: int = 100) -> str:
