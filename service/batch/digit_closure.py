@@ -112,11 +112,19 @@ def _class_digits(body: str) -> set[str] | None:
     return found
 
 
-def digit_closure(pattern: str) -> str | None:
+ZERO_X_HAZARD = "[1-9]x[0-9a-fA-F]"
+
+
+def digit_closure(pattern: str, zero_x: bool = False) -> str | None:
     """A digit-closed regex matching (at least) every shape of every line ``pattern`` matches.
 
     Returns the pattern unchanged when it is already digit-closed, and None when a construct
     cannot be reasoned about (then callers must treat every line as digit-sensitive).
+
+    ``zero_x``: treat a literal ``0x`` as closed. Only sound for callers that send every line
+    containing ``ZERO_X_HAZARD`` (a non-zero digit before ``x`` and a hex digit) down a slow
+    path: on the other lines a digit before ``x``-and-hex is always ``0``, so ``0x[0-9a-f]+``
+    (NCCL's comm pointers) cannot tell same-shape lines apart.
     """
     out: list[str] = []
     i = 0
@@ -174,7 +182,10 @@ def digit_closure(pattern: str) -> str | None:
             i = close + 1
             continue
         if char in DIGITS:
-            out.append("\\d")
+            if zero_x and char == "0" and pattern.startswith("x", i + 1):
+                out.append(char)
+            else:
+                out.append("\\d")
             i += 1
             continue
         out.append(char)

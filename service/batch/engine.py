@@ -27,7 +27,7 @@ import orjson
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
 from indexer.texts import DECODED_SUFFIX, PLACEHOLDER, field_values, placeholders
-from service.batch.digit_closure import digit_closure, digit_hazard, line_shape
+from service.batch.digit_closure import ZERO_X_HAZARD, digit_closure, digit_hazard, line_shape
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
 
@@ -60,6 +60,19 @@ class Answer:
         self.mid = orjson.dumps({k: answer[k] for k in _MID_KEYS})[1:-1]
         self.tail = tail if tail is not None else orjson.dumps({"candidates": answer["candidates"]})[1:-1]
         self._uid: bytes | None = None
+
+    @classmethod
+    def from_parts(cls, mid: dict, candidates: list, tail: bytes) -> "Answer":
+        """A known answer from its parts (``mid``: the contract keys from known to fields)."""
+        answer = cls.__new__(cls)
+        answer.data = dict(mid, candidates=candidates)
+        answer.template = None
+        answer.key = ("k", mid["pattern_id"])
+        answer.rank = _RANK.get(mid["severity"], -1)
+        answer.mid = orjson.dumps(mid)[1:-1]
+        answer.tail = tail
+        answer._uid = None
+        return answer
 
     @property
     def uid(self) -> bytes:
@@ -105,6 +118,8 @@ class Shape:
     entry: int = -1
     candidates: list | None = None
     used: tuple = ()
+    hits: list | None = None  # the regex tier's hits on the first line (for siblings)
+    sample: Answer | None = None  # FIELDS: one answer standing for the shape in summaries
     tail: bytes | None = None
 
 
@@ -132,16 +147,20 @@ class Engine:
         self.mismatches = 0
         self._learned = 0
         self._shapes: dict[bytes, Shape] = {}
+        self._siblings: dict[bytes, Shape] = {}  # shape with 0x pointers folded -> learned shape
         self._messages: dict[Any, Answer] = {}
         self._by_embedded: dict[str, Answer] = {}
         self._python_patterns: dict[int, Any] = {}  # entry index -> re twin, or False
         self._fillers: dict[int, tuple] = {}  # entry index -> its texts split at placeholders
         self._texts: dict[tuple, tuple] = {}  # (entry, used field values) -> filled texts
+        self._field_answers: dict[tuple, Answer] = {}  # (entry, message) -> answer
         self._constraint_keys = tuple(sorted({k for e in explainer.entries for k in e.context}))
         self._normalize_ok = all(
             digit_closure(rx.pattern) == rx.pattern for rx in [ANSI, CONTROL] + [r for _, r in PREFIX_RULES]
         )
-        self._hazard = _hazard([rx.pattern for rx, _ in MASKS])
+        # Lines with a non-zero digit before "x"+hex always take the slow path (the masks need
+        # it, and it lets KB patterns' literal "0x" count as digit-closed: see digit_closure).
+        self._hazard = _hazard([rx.pattern for rx, _ in MASKS], extra=[ZERO_X_HAZARD])
         # Digit-specific KB entries (a literal digit, a class like [1-9], in the pattern or a
         # context rule): if the digit closure of the pattern can match a shape, lines of that
         # shape are checked one by one against the real pattern (one RE2 search), and a line
@@ -153,9 +172,9 @@ class Engine:
         self._specific = re2.Set.SearchSet(re2.Options())  # the patterns themselves, for lines
         for entry in explainer.entries:
             rules = list(entry.context.items())
-            if all(digit_closure(rx) == rx for rx in [entry.pattern] + [rx for _, rx in rules]):
+            if all(digit_closure(rx, zero_x=True) == rx for rx in [entry.pattern] + [rx for _, rx in rules]):
                 continue
-            closure = digit_closure(entry.pattern)
+            closure = digit_closure(entry.pattern, zero_x=True)
             self._guards.Add(closure if closure is not None else "")  # "" matches every shape
             self._specific.Add(entry.pattern)
             self._digit_specific.append([(k, re2.compile(rx)) for k, rx in rules])
@@ -167,19 +186,28 @@ class Engine:
     def _new_shape(self, key: bytes, text: str) -> Shape:
         if len(self._shapes) >= SHAPE_LIMIT:
             self._shapes.clear()  # memory stays flat; shapes are relearned as they recur
+            self._siblings.clear()
         normalized = normalize_line(text)
+        shaped = normalized.message.translate(_STR_SHAPE)
+        relevant = frozenset((self._guards.Match(shaped) or []) if self._digit_specific else [])
+        folded = _POINTER.sub(b"0x", key)
+        sibling = self._siblings.get(folded)
+        if sibling is not None and not relevant and self._same_decision(sibling, text, normalized):
+            self._shapes[key] = sibling
+            return sibling
         shape = self._learn_normalization(text, normalized)
         self._shapes[key] = shape
         self._learned += 1
         shape.checked = not self._should_verify()
-        shaped = normalized.message.translate(_STR_SHAPE)
-        relevant = frozenset((self._guards.Match(shaped) or []) if self._digit_specific else [])
+        if shape.fast and not relevant:
+            self._siblings[folded] = shape
         if relevant:
             shape.checks = (relevant, self._outcomes(relevant, normalized.message, normalized.context))
             shape.checks_context = any(self._digit_specific[i] for i in relevant)
         if not shape.fast:
             return shape  # BY_MESSAGE
         hits = self.explainer.patterns.matching(normalized.message, normalized.context)
+        shape.hits = hits
         if hits:
             answer = self.explainer.explain_many([text], semantic=False)[0]
             if not self.explainer.patterns.group_names(hits[0]):
@@ -205,6 +233,25 @@ class Engine:
         else:
             shape.mode = PENDING
         return shape
+
+    def _same_decision(self, sibling: Shape, text: str, normalized: NormalizedLine) -> bool:
+        """Whether a shape that differs from ``sibling`` only inside ``0x`` pointers (NCCL
+        prints a fresh one per rank and communicator) can share everything it learned: same
+        slices give the spine's message and context, same KB hits, same unknown template."""
+        if not sibling.fast or sibling.mode == BY_MESSAGE or sibling.checks is not None:
+            return False
+        if text[sibling.lead:sibling.end] != normalized.message:
+            return False
+        context = sibling.ctx_const
+        if context is None:
+            context = {k: (c if c is not None else text[b:e]) for k, c, b, e in sibling.ctx_items}
+        if context != normalized.context or list(context) != list(normalized.context):
+            return False
+        if self.explainer.patterns.matching(normalized.message, normalized.context) != sibling.hits:
+            return False
+        if sibling.template is not None:  # unknown to the regex tier: the template must agree
+            return mask_message(normalized.message) == sibling.template and len(normalized.message) <= 2000
+        return True
 
     def _should_verify(self) -> bool:
         if self.verify == "all":
@@ -239,7 +286,7 @@ class Engine:
                     progress = True
                     break
         trail = len(text) - len(text.rstrip())
-        end = len(text) - trail if trail else None
+        end = -trail if trail else None  # from the right: valid for lines of other lengths
         if text[offset:end] != normalized.message:
             return Shape(fast=False)
         items = []
@@ -278,7 +325,12 @@ class Engine:
 
     def _fields_answer(self, shape: Shape, message: str) -> Answer:
         """The spine's regex-tier answer for a line whose entry is known from its shape: only
-        the fields are read from the line; texts are filled once per distinct used values."""
+        the fields are read from the line; texts are filled once per distinct used values,
+        and whole answers are reused for repeated messages."""
+        cache_key = (shape.entry, message)
+        cached = self._field_answers.get(cache_key)
+        if cached is not None:
+            return cached
         entry = self.explainer.entries[shape.entry]
         compiled = self._python_patterns.get(shape.entry)
         if compiled is None:
@@ -288,7 +340,7 @@ class Engine:
         else:
             match = compiled.search(message)
             fields = {k: v for k, v in match.groupdict().items() if v is not None} if match else {}
-        key = (shape.entry,) + tuple(fields.get(name) for name in shape.used)
+        key = (shape.entry,) + tuple(map(fields.get, shape.used))
         texts = self._texts.get(key)
         if texts is None:
             if len(self._texts) >= TEXTS_LIMIT:
@@ -300,12 +352,16 @@ class Engine:
                     _split_bilingual(text) for text in (entry.title, entry.explanation, entry.action)
                 )
             texts = self._texts[key] = tuple(_fill_split(f, values) for f in fillers)
-        return Answer({
+        mid = {
             "known": True, "confidence": round(REGEX_CONFIDENCE, 4), "pattern_id": entry.id, "tier": "regex",
             "component": entry.component.value, "severity": entry.severity.value, "role": entry.role.value,
             "title": texts[0], "explanation": texts[1], "action": texts[2], "fields": fields,
-            "candidates": shape.candidates,
-        }, None, shape.tail)
+        }
+        answer = Answer.from_parts(mid, shape.candidates, shape.tail)  # type: ignore[arg-type]
+        if len(self._field_answers) >= MESSAGE_LIMIT:
+            self._field_answers.clear()
+        self._field_answers[cache_key] = answer
+        return answer
 
     def _settle(self, shape: Shape, answer: Answer) -> None:
         shape.mode, shape.answer = FIXED, answer
@@ -389,6 +445,35 @@ class Engine:
         annotated.summary = self._tally(chunk, texts, answers, undecodable)  # type: ignore[arg-type]
         return annotated
 
+    def _settle_checked(self, summary: Summary, chunk: Chunk, index: list[int], shape_list: list[bytes], text_at) -> list[int]:
+        """Count lines of shapes with digit checks whose outcome matches their shape's first
+        line (one RE2 set pass each, no annotation); return the lines that still need one."""
+        rest: list[int] = []
+        groups: dict[Shape, list[int]] = {}
+        for i in index:
+            shape = self._shapes.get(shape_list[i])
+            if shape is None or not shape.fast or shape.checks is None or shape.checks_context or shape.mode == BY_MESSAGE:
+                rest.append(i)
+                continue
+            text = text_at(i)
+            relevant, expected = shape.checks
+            if self._outcomes(relevant, text[shape.lead:shape.end], {}) != expected:
+                rest.append(i)
+                continue
+            groups.setdefault(shape, []).append(i)
+        base = chunk.first_line
+        for shape, members in groups.items():
+            first, last = members[0], members[-1]
+            if shape.answer is None and shape.mode == PENDING:
+                rest.extend(members)  # not resolved yet: let annotate do it (rare, once)
+                continue
+            if shape.answer is None and shape.sample is None:
+                shape.sample = self._fields_answer(shape, text_at(first)[shape.lead:shape.end])
+            sample = shape.answer or shape.sample
+            _add(summary, chunk.source, sample, len(members), base + first, base + last, text_at(first))
+        rest.sort()
+        return rest
+
     def _hazard_lines(self, data: bytes) -> set[int]:
         """Lines whose digits a digit-specific mask rule could treat unlike their shape-mates;
         they take the slow path and never teach a shape."""
@@ -462,9 +547,17 @@ class Engine:
             shape = self._shapes.get(key)
             if shape is None:
                 shape = self._new_shape(key, text_at(first[key]))
-            if shape.answer is not None and shape.checks is None:
+            if shape.checks is not None or not shape.fast:
+                per_line.add(key)  # a digit-specific pattern may split this shape
+            elif shape.answer is not None:
                 _add(summary, chunk.source, shape.answer, count, base + first[key], base + last[key], text_at(first[key]))
-            elif shape.mode == PENDING and shape.checks is None:
+            elif shape.mode == FIELDS:
+                # Fields vary, the entry does not: one answer stands for the shape's count.
+                if shape.sample is None:
+                    shape.sample = self._fields_answer(shape, text_at(first[key])[shape.lead:shape.end])
+                sample = shape.sample
+                _add(summary, chunk.source, sample, count, base + first[key], base + last[key], text_at(first[key]))
+            elif shape.mode == PENDING:
                 waiting.setdefault(shape, []).append(key)
             else:
                 per_line.add(key)
@@ -479,6 +572,8 @@ class Engine:
             if lines is None:
                 lines = data.split(b"\n")
             index = [i for i, key in enumerate(shape_list) if key in per_line]
+            index = self._settle_checked(summary, chunk, index, shape_list, text_at)
+        if per_line and index:
             annotated = self.annotate(
                 Chunk(chunk.source, 0, b"\n".join(lines[i] for i in index), len(index)), need_context=False
             )
@@ -493,17 +588,18 @@ class Engine:
         return summary
 
 
+_POINTER = re.compile(rb"0x[0-9a-f]+")
 _SLOW = Shape(fast=False, mode=BY_MESSAGE, checked=True)
 _ALWAYS = re.compile(b"")
 
 
-def _hazard(patterns: list[str]) -> re.Pattern[bytes] | None:
+def _hazard(patterns: list[str], extra: list[str] = ()) -> Any:
     """One bytes regex over all digit-specific patterns' hazards (None: nothing to fear).
 
     Word-boundary assertions are dropped: the masks see a message whose neighbours may have
     been replaced already, so the hazard must not depend on them (dropping only widens it).
     """
-    variants = []
+    variants = list(extra)
     for pattern in patterns:
         hazard = digit_hazard(pattern)
         if hazard == "":
@@ -512,10 +608,16 @@ def _hazard(patterns: list[str]) -> re.Pattern[bytes] | None:
             variants.append(hazard.replace("\\b", ""))
     if not variants:
         return None
+    import re2
+
+    joined = "|".join(variants).encode()
     try:
-        return re.compile("|".join(variants).encode())
-    except re.error:
-        return _ALWAYS
+        return re2.compile(joined)  # a DFA scan: ~10x faster than re over a whole chunk
+    except Exception:
+        try:
+            return re.compile(joined)
+        except re.error:
+            return _ALWAYS
 
 
 def _split_bilingual(text: Any) -> tuple[list[str], list[str]] | None:
