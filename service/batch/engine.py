@@ -26,7 +26,7 @@ import orjson
 
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
-from indexer.texts import DECODED_SUFFIX, PLACEHOLDER, field_values, placeholders
+from indexer.texts import DECODED_SUFFIX, field_values, fill_bilingual, placeholders
 from service.batch.digit_closure import ZERO_X_HAZARD, digit_closure, digit_hazard, line_shape
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
@@ -151,7 +151,6 @@ class Engine:
         self._messages: dict[Any, Answer] = {}
         self._by_embedded: dict[str, Answer] = {}
         self._python_patterns: dict[int, Any] = {}  # entry index -> re twin, or False
-        self._fillers: dict[int, tuple] = {}  # entry index -> its texts split at placeholders
         self._texts: dict[tuple, tuple] = {}  # (entry, used field values) -> filled texts
         self._field_answers: dict[tuple, Answer] = {}  # (entry, message) -> answer
         self._constraint_keys = tuple(sorted({k for e in explainer.entries for k in e.context}))
@@ -346,12 +345,9 @@ class Engine:
             if len(self._texts) >= TEXTS_LIMIT:
                 self._texts.clear()
             values = field_values(entry, {k: v for k, v in fields.items() if k in shape.used})
-            fillers = self._fillers.get(shape.entry)
-            if fillers is None:
-                fillers = self._fillers[shape.entry] = tuple(
-                    _split_bilingual(text) for text in (entry.title, entry.explanation, entry.action)
-                )
-            texts = self._texts[key] = tuple(_fill_split(f, values) for f in fillers)
+            texts = self._texts[key] = tuple(
+                fill_bilingual(text, values) for text in (entry.title, entry.explanation, entry.action)
+            )
         mid = {
             "known": True, "confidence": round(REGEX_CONFIDENCE, 4), "pattern_id": entry.id, "tier": "regex",
             "component": entry.component.value, "severity": entry.severity.value, "role": entry.role.value,
@@ -618,25 +614,6 @@ def _hazard(patterns: list[str], extra: list[str] = ()) -> Any:
             return re.compile(joined)
         except re.error:
             return _ALWAYS
-
-
-def _split_bilingual(text: Any) -> tuple[list[str], list[str]] | None:
-    """``indexer.texts.fill`` ahead of time: each text split at its ``{placeholders}``."""
-    return None if text is None else (PLACEHOLDER.split(text.en), PLACEHOLDER.split(text.zh))
-
-
-def _fill_split(split: tuple[list[str], list[str]] | None, values: dict) -> dict | None:
-    """Same result as ``indexer.texts.fill_bilingual``: odd parts are placeholder names."""
-    if split is None:
-        return None
-    out = []
-    for lang, parts in enumerate(split):
-        pieces = parts[:]
-        for i in range(1, len(pieces), 2):
-            hit = values.get(pieces[i])
-            pieces[i] = hit[lang] if hit is not None else f"<{pieces[i]}>"
-        out.append("".join(pieces))
-    return {"en": out[0], "zh": out[1]}
 
 
 _RE2_ONLY = re.compile(r"\[:|\\[pPCzQE]|\(\?[a-zA-Z]*U")
