@@ -159,3 +159,19 @@ def test_piped_output_defaults_to_jsonl_and_has_no_progress_bar(kb_dir, index_di
     records = [json.loads(r) for r in result.stdout.decode().splitlines()]
     assert len(records) == len(lines.splitlines()) and records[0]["file"] == "<stdin>"
     assert b"lines/s" not in result.stderr
+
+
+def test_a_fast_path_that_drifts_from_the_spine_is_caught_and_redone(explainer, log, monkeypatch):
+    """If the engine's rebuilt answers ever disagree with the spine (e.g. the spine's text
+    filling changes), verification demotes the shape and the chunk is redone the slow way."""
+    import service.batch.engine as engine_module
+
+    monkeypatch.setattr(engine_module, "fill_bilingual", lambda text, values: text and {"en": "x", "zh": "x"})
+    engine = Engine(explainer, verify="all")
+    lines = log.read_text(encoding="utf-8").splitlines()
+    data = "\n".join(lines).encode()
+    annotated = engine.annotate(Chunk(0, 1, data, len(lines)))
+    assert engine.mismatches > 0
+    expected = explainer.explain_many(lines)
+    for text, answer, context, want in zip(annotated.texts, annotated.answers, annotated.contexts, expected):
+        assert dict(answer.data, line=text, context=context) == want

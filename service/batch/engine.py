@@ -436,7 +436,12 @@ class Engine:
                 for i in pending[key]:
                     answers[i] = answer
         if self.verify != "off":
+            before = self.mismatches
             self._verify(texts, shapes, answers, contexts)
+            if self.mismatches != before:
+                # The demoted shapes now take the spine's path; redo the chunk so that no line
+                # keeps an answer from the fast path that was just caught disagreeing.
+                return self.annotate(chunk, need_context)
         annotated = Annotated(chunk, texts, answers, contexts, undecodable)  # type: ignore[arg-type]
         annotated.summary = self._tally(chunk, texts, answers, undecodable)  # type: ignore[arg-type]
         return annotated
@@ -495,7 +500,8 @@ class Engine:
             got["context"] = contexts[i] if contexts is not None else expected["context"]
             if got != expected:
                 self.mismatches += 1
-                self._shapes[key] = Shape(fast=False, mode=BY_MESSAGE)
+                # Demote in place: every shape key sharing this object (siblings) goes slow too.
+                shape.fast, shape.mode, shape.answer, shape.checks = False, BY_MESSAGE, None, None
 
     # ---- summaries --------------------------------------------------------------------------
     def _tally(self, chunk: Chunk, texts: list[str], answers: list[Answer], undecodable: list[int]) -> Summary:
