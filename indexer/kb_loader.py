@@ -87,6 +87,22 @@ def _error_path_line(positions: dict[tuple, int], loc: tuple, default: int) -> i
     return default
 
 
+# libyaml when available: the pure-Python parser spends seconds on a 700-entry KB, and every
+# CLI run, server start and batch job loads the KB.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _parse(text: str) -> tuple[yaml.Node | None, object]:
+    """Parse once: the node tree (with line marks) and the Python data built from it."""
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
+    finally:
+        loader.dispose()
+    return root, data
+
+
 def kb_files(kb_dir: Path) -> list[Path]:
     return sorted(p for p in kb_dir.rglob("*.yaml") if p.is_file())
 
@@ -117,8 +133,7 @@ def load_kb(kb_dir: Path) -> KnowledgeBase:
         shown = str(path)
         try:
             text = path.read_text(encoding="utf-8")
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
-            data = yaml.safe_load(text)
+            root, data = _parse(text)
         except UnicodeDecodeError as exc:
             findings.append(Finding(shown, 1, None, "yaml", f"file is not UTF-8: {exc}"))
             continue
