@@ -38,3 +38,20 @@ def explainer(kb_dir, index_dir):
     from service.explainer import Explainer
 
     return Explainer(kb_dir=kb_dir, index_dir=index_dir, index_policy="refuse")
+
+
+@pytest.fixture(scope="module")
+def server(explainer):
+    """A real uvicorn server on a free loopback port, one per HTTP test module."""
+    from http_testing import serve
+
+    with serve(explainer) as running:
+        yield running
+
+
+@pytest.fixture
+def client(server):
+    import httpx
+
+    with httpx.Client(base_url=server.url, timeout=120) as c:
+        yield c

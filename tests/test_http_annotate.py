@@ -20,18 +20,6 @@ from service.http.upload_stream import Inflater, LineSplitter, UploadError
 SEED = Path("samples/seed_training.log")
 
 
-@pytest.fixture(scope="module")
-def server(explainer):
-    with serve(explainer) as running:
-        yield running
-
-
-@pytest.fixture
-def client(server):
-    with httpx.Client(base_url=server.url, timeout=120) as c:
-        yield c
-
-
 def _records(response: httpx.Response) -> list[dict]:
     assert response.status_code == 200, response.text[:300]
     assert response.headers["content-type"].startswith("application/x-ndjson")

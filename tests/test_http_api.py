@@ -15,18 +15,6 @@ from service.explainer import CONTRACT_KEYS, Explainer
 from service.http.settings import Settings
 
 
-@pytest.fixture(scope="module")
-def server(explainer):
-    with serve(explainer) as running:
-        yield running
-
-
-@pytest.fixture
-def client(server):
-    with httpx.Client(base_url=server.url, timeout=60) as c:
-        yield c
-
-
 def test_post_lines_answers_in_order_with_the_contract_keys(client):
     lines = [FLUSH_LINE, UNRELATED_LINE, IB_LINE, CDB_LINE]
     response = client.post("/v1/explain", json={"lines": lines})

@@ -17,18 +17,6 @@ from service.explainer import Explainer
 from service.http.settings import Settings
 
 
-@pytest.fixture(scope="module")
-def server(explainer):
-    with serve(explainer) as running:
-        yield running
-
-
-@pytest.fixture
-def client(server):
-    with httpx.Client(base_url=server.url, timeout=120) as c:
-        yield c
-
-
 def _error(response: httpx.Response, status: int, code: str) -> dict:
     assert response.status_code == status, response.text[:300]
     body = response.json()
