@@ -10,7 +10,6 @@ import zlib
 from pathlib import Path
 
 import httpx
-import pytest
 
 from http_testing import CDB_LINE, IB_LINE, serve
 from service.explainer import CONTRACT_KEYS

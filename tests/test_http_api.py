@@ -8,7 +8,6 @@ import re
 import shutil
 
 import httpx
-import pytest
 
 from http_testing import AFFINITY_LINE, CDB_LINE, FLUSH_LINE, IB_LINE, UNRELATED_LINE, serve
 from service.explainer import CONTRACT_KEYS, Explainer
