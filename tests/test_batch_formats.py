@@ -166,12 +166,13 @@ def test_a_fast_path_that_drifts_from_the_spine_is_caught_and_redone(explainer, 
     filling changes), verification demotes the shape and the chunk is redone the slow way."""
     import service.batch.engine as engine_module
 
-    monkeypatch.setattr(engine_module, "fill_bilingual", lambda text, values: text and {"en": "x", "zh": "x"})
+    fill = engine_module.HeadTemplate.fill
+    monkeypatch.setattr(engine_module.HeadTemplate, "fill", lambda self, values: fill(self, values).replace(b'"en":"', b'"en":"x'))
     engine = Engine(explainer, verify="all")
     lines = log.read_text(encoding="utf-8").splitlines()
     data = "\n".join(lines).encode()
     annotated = engine.annotate(Chunk(0, 1, data, len(lines)))
     assert engine.mismatches > 0
     expected = explainer.explain_many(lines)
-    for text, answer, context, want in zip(annotated.texts, annotated.answers, annotated.contexts, expected):
-        assert dict(answer.data, line=text, context=context) == want
+    for i, want in enumerate(expected):
+        assert annotated.record(i) == want

@@ -23,6 +23,7 @@ class ChunkResult:
     first_line: int
     n_lines: int
     payload: bytes = b""  # jsonl: the encoded records
+    written: bool = False  # jsonl: a worker already wrote the payload to the output
     refs: list[int] = field(default_factory=list)  # commented/html: table index per line, -1 = none
     table: list[tuple[bytes, dict]] = field(default_factory=list)  # (answer uid, answer data)
     undecodable: list[int] = field(default_factory=list)  # line indices within the chunk
@@ -63,15 +64,30 @@ def encode_jsonl(annotated: Annotated, source_name: str, options: Options, undec
     minimum = options.min_rank
     out: list[bytes] = []
     append = out.append
-    for i, (text, answer, context) in enumerate(zip(annotated.texts, annotated.answers, contexts)):
+    # The engine hands out one dict per distinct context and set of field values, shared by the
+    # lines that have it (a rank's prefix, a channel line repeated per comm): each is encoded
+    # once per chunk.
+    encoded: dict[int, bytes] = {}
+    line_number = base - 1
+    for text, answer, context, fields in zip(annotated.texts, annotated.answers, contexts, annotated.fields):
+        line_number += 1
         if answer.rank >= minimum:
-            append(b'{"file":%b,"line_number":%d,"line":%b,%b,"context":%b,%b}\n'
-                   % (file_json, base + i, dumps(text), answer.mid, dumps(context), answer.tail))
+            if fields is None:
+                fields_json = answer.fields_json
+            else:
+                fields_json = encoded.get(id(fields))
+                if fields_json is None:
+                    fields_json = encoded[id(fields)] = dumps(fields)
+            context_json = encoded.get(id(context))
+            if context_json is None:
+                context_json = encoded[id(context)] = dumps(context)
+            append(b'{"file":%b,"line_number":%d,"line":%b,%b,"fields":%b,"context":%b,%b}\n'
+                   % (file_json, line_number, dumps(text), answer.head, fields_json, context_json, answer.tail))
         elif answer.known:
             append(b'{"file":%b,"line_number":%d,"line":%b,"known":true,"pattern_id":%b,"severity":%b}\n'
-                   % (file_json, base + i, dumps(text), dumps(answer.data["pattern_id"]), dumps(answer.data["severity"])))
+                   % (file_json, line_number, dumps(text), dumps(answer.data["pattern_id"]), dumps(answer.data["severity"])))
         else:
-            append(b'{"file":%b,"line_number":%d,"line":%b,"known":false}\n' % (file_json, base + i, dumps(text)))
+            append(b'{"file":%b,"line_number":%d,"line":%b,"known":false}\n' % (file_json, line_number, dumps(text)))
     marks = {i: b',"undecodable":true' for i in undecodable}
     for i, length in annotated.chunk.cut.items():
         marks[i] = marks.get(i, b"") + b',"cut_from_bytes":%d' % length

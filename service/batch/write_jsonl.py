@@ -19,7 +19,8 @@ class JsonlWriter:
         pass
 
     def write(self, data: bytes, result) -> None:
-        self.out.write(result.payload)
+        if not result.written:  # -j workers write their payloads themselves, in order
+            self.out.write(result.payload)
 
     def note(self, problem) -> None:
         pass  # JSONL stays one object per input line; problems go to stderr and the exit code

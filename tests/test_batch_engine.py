@@ -1,0 +1,113 @@
+"""The batch engine's shortcuts (shapes, folded pointers, fixed spans, shared answers) give the
+spine's answer on every line, including lines built to break each shortcut."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from batch_helpers import REPO, annotate
+from service.batch.engine import Engine
+from service.batch.reader import Chunk
+from service.explainer import Explainer
+
+PREFIX = "node-{n}:11:22 [0] NCCL INFO "
+# Two entries that tell a pointer's letters from its digits: folding pointers into one shape
+# must not hide that. "handle" lines go to the digits-only entry only if the pointer has no
+# letter; "ptr" lines split the pointer into groups at its first letter (spans differ per line).
+POINTER_KB = [
+    {
+        "id": "demo.handle_digits",
+        "title": {"en": "Handle of digits", "zh": "纯数字 handle"},
+        "component": "nccl", "severity": "warning", "role": "root_cause", "priority": 10,
+        "pattern": r"^handle 0x\d+ ready$",
+        "explanation": {"en": "Digits only.", "zh": "只有数字。"},
+        "examples": [PREFIX.format(n=1) + "handle 0x12345678 ready"],
+        "negatives": ["handle 0x1234abcd ready?"],
+        "source": "NVIDIA/nccl src/init.cc", "references": ["https://github.com/NVIDIA/nccl"],
+    },
+    {
+        "id": "demo.handle_hex",
+        "title": {"en": "Handle", "zh": "任意 handle"},
+        "component": "nccl", "severity": "info", "role": "context",
+        "pattern": r"^handle 0x[0-9a-f]+ ready$",
+        "explanation": {"en": "Any handle.", "zh": "任意 handle。"},
+        "examples": [PREFIX.format(n=1) + "handle 0x1234abcd ready"],
+        "negatives": ["handle 0x1234abcd ready?"],
+        "source": "NVIDIA/nccl src/init.cc", "references": ["https://github.com/NVIDIA/nccl"],
+    },
+    {
+        "id": "demo.ptr_split",
+        "title": {"en": "Pointer {digits}", "zh": "指针 {digits}"},
+        "component": "nccl", "severity": "info", "role": "context",
+        "pattern": r"^ptr 0x(?P<digits>\d*)(?P<rest>[0-9a-f]*) done$",
+        "fields": {"digits": {"en": "leading digits", "zh": "开头的数字"},
+                   "rest": {"en": "the rest", "zh": "其余部分"}},
+        "explanation": {"en": "Starts with {digits}, then {rest}.", "zh": "以 {digits} 开头，然后是 {rest}。"},
+        "examples": [PREFIX.format(n=1) + "ptr 0x12ab34cd done"],
+        "negatives": ["ptr 0x12ab34cd done?"],
+        "source": "NVIDIA/nccl src/init.cc", "references": ["https://github.com/NVIDIA/nccl"],
+    },
+]
+POINTERS = ["0x12345678", "0x1234abcd", "0x9abc1234", "0x55555555", "0xabcdef01", "0x12ab34cd", "0x1a2b3c4d"]
+
+
+@pytest.fixture(scope="module")
+def pointer_explainer(tmp_path_factory):
+    kb = tmp_path_factory.mktemp("pointer-kb")
+    (kb / "demo.yaml").write_text(yaml.safe_dump(POINTER_KB, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    explainer = Explainer(kb_dir=kb, index_dir=kb / "index", index_policy="refuse")
+    assert not explainer.kb.findings
+    return explainer
+
+
+def pointer_lines() -> list[str]:
+    lines = []
+    for n in range(3):
+        for pointer in POINTERS * 2:
+            lines.append(PREFIX.format(n=n) + f"handle {pointer} ready")
+            lines.append(PREFIX.format(n=n) + f"ptr {pointer} done")
+    return lines
+
+
+def test_pointer_letters_that_change_the_answer_are_not_folded_away(pointer_explainer):
+    lines = pointer_lines()
+    engine = Engine(pointer_explainer, semantic=False, verify="off")  # no safety net: the checks alone
+    data = "\n".join(lines).encode()
+    annotated = engine.annotate(Chunk(0, 1, data, len(lines)))
+    expected = pointer_explainer.explain_many(lines, semantic=False)
+    ids = {record["pattern_id"] for record in expected}
+    assert ids == {"demo.handle_digits", "demo.handle_hex", "demo.ptr_split"}  # the log really splits
+    for i, want in enumerate(expected):
+        assert annotated.record(i) == want, lines[i]
+    summary = Engine(pointer_explainer, semantic=False, verify="off").summarize(Chunk(0, 1, data, len(lines)))
+    assert summary.to_json() == annotated.summary.to_json()
+    assert summary.entries["demo.handle_digits"].count == 3 * 2 * 2  # 0x12345678 and 0x55555555
+
+
+@pytest.fixture(scope="module")
+def generated_log(tmp_path_factory):
+    path = tmp_path_factory.mktemp("generated") / "train.log"
+    subprocess.run([sys.executable, str(REPO / "bench" / "generate_log.py"), "-n", "30000", "-o", str(path)],
+                   check=True)
+    return path
+
+
+def test_generated_training_log_gets_the_spine_answer_on_every_line(explainer, generated_log):
+    """30k lines from the benchmark's generator (many ranks, a pointer per comm, progress lines
+    with timestamps): every JSONL record equals ``explain`` of its line."""
+    out, summary = annotate(explainer, [str(generated_log)], "jsonl", semantic=False)
+    lines = generated_log.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(r) for r in io.BytesIO(out).read().splitlines()]
+    assert len(records) == len(lines) == summary.total_lines
+    expected = explainer.explain_many(lines, semantic=False)
+    mismatched = [r["line_number"] for r, want in zip(records, expected)
+                  if {k: v for k, v in r.items() if k not in ("file", "line_number")} != want]
+    assert mismatched == []
+    _, fast = annotate(explainer, [str(generated_log)], "summary", semantic=False)
+    assert fast.to_json() == summary.to_json()
