@@ -167,7 +167,8 @@ def test_a_fast_path_that_drifts_from_the_spine_is_caught_and_redone(explainer, 
     import service.batch.engine as engine_module
 
     fill = engine_module.HeadTemplate.fill
-    monkeypatch.setattr(engine_module.HeadTemplate, "fill", lambda self, values: fill(self, values).replace(b'"en":"', b'"en":"x'))
+    monkeypatch.setattr(engine_module.HeadTemplate, "fill",
+                        lambda self, *args: fill(self, *args).replace(b'"en":"', b'"en":"x'))
     engine = Engine(explainer, verify="all")
     lines = log.read_text(encoding="utf-8").splitlines()
     data = "\n".join(lines).encode()

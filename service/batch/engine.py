@@ -20,14 +20,14 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 import re2
 
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
-from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, field_values, placeholders
+from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, placeholders
 from service.batch.digit_closure import ZERO_X_HAZARD, digit_closure, digit_hazard, line_shape
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
@@ -50,6 +50,7 @@ SHAPE_LIMIT = 50_000
 MESSAGE_LIMIT = 20_000
 TEXTS_LIMIT = 20_000
 RUNS_LIMIT = 4_096  # pointer values remembered per shape
+CONTEXT_PROBE = 256  # distinct prefixes after which a shape's context cache must have paid off
 REMEMBERED_LIMIT = 200_000  # field value sets and contexts remembered over all shapes
 
 
@@ -116,13 +117,16 @@ class HeadTemplate:
 
     Which placeholders and ``[[optional]]`` segments appear depends only on which fields are
     present, so the texts are resolved and JSON-encoded once per (entry, present fields); a
-    line's head is then its values, JSON-escaped, joined between fixed byte pieces. The bytes
-    equal ``orjson.dumps`` of the spine's filled texts (the engine's verification checks it).
+    line's head is then its values (raw or decoded, JSON-escaped) joined between fixed byte
+    pieces. The bytes equal ``orjson.dumps`` of the spine's ``fill_bilingual`` texts over
+    ``field_values`` (the engine's verification and the tests compare them).
     """
 
     _HOLE = re.compile("\ue000(\\d+)\ue001".encode())
 
-    def __init__(self, entry: Any, present: set[str]) -> None:
+    def __init__(self, entry: Any, fields: tuple[str, ...]) -> None:
+        decodable = {name for name in fields if name in entry.fields}
+        present = set(fields) | {name + DECODED_SUFFIX for name in decodable}
         slots: list[tuple[str, int]] = []
 
         def resolve(text: str, lang: int) -> str:
@@ -153,12 +157,29 @@ class HeadTemplate:
             "action": bilingual(entry.action),
         }
         self.pieces = self._HOLE.split(orjson.dumps(head)[1:-1])
-        self.holes = [(j, *slots[int(self.pieces[j])]) for j in range(1, len(self.pieces), 2)]
+        self.holes = []  # (piece index, field, its spec if the decoded value goes here, language)
+        for j in range(1, len(self.pieces), 2):
+            name, lang = slots[int(self.pieces[j])]
+            if name in fields:
+                self.holes.append((j, name, None, lang))
+            else:
+                field_name = name.removesuffix(DECODED_SUFFIX)
+                self.holes.append((j, field_name, entry.fields[field_name], lang))
 
-    def fill(self, values: dict[str, tuple[str, str]]) -> bytes:
+    def fill(self, fields: dict[str, str], decode: Callable[[Any, str], tuple[str, str] | None],
+             escaped: dict[str, bytes]) -> bytes:
+        """The head for these field values; ``escaped`` remembers JSON-escaped strings."""
         out = list(self.pieces)
-        for j, name, lang in self.holes:
-            out[j] = orjson.dumps(values[name][lang])[1:-1]
+        for j, name, spec, lang in self.holes:
+            value = fields[name]
+            if spec is not None:
+                value = (decode(spec, value) or (value, value))[lang]
+            piece = escaped.get(value)
+            if piece is None:
+                if len(escaped) >= TEXTS_LIMIT:
+                    escaped.clear()
+                piece = escaped[value] = orjson.dumps(value)[1:-1]
+            out[j] = piece
         return b"".join(out)
 
 
@@ -193,13 +214,16 @@ class Shape:
     hits: list | None = None  # the regex tier's hits on the first line (for siblings)
     sample: Answer | None = None  # FIELDS: one answer standing for the shape in summaries
     tail: bytes | None = None
-    # pointers in the line: their spans, which pointer values were checked (see _runs_ok), and
-    # what the check compares against
-    runs: tuple = ()
+    # pointers in the line: the stretch holding them, which of its values were checked (see
+    # _runs_ok; None: no pointers), and what the check compares against
+    runs_at: tuple = (0, 0)
     runs_ok: dict | None = None
     spans: tuple | None = None  # FIELDS with a digit-closed entry: (group, start, end) in the line
-    by_values: dict | None = None  # FIELDS with spans: group values -> (answer, fields)
-    contexts: dict = field(default_factory=dict)  # the text before the message -> context
+    regs: tuple | None = None  # the first line's Match.regs of that entry, in the message
+    values_at: tuple = (0, 0)  # the stretch of the line that holds every group
+    by_values: dict | None = None  # FIELDS with spans: that stretch -> (answer, fields)
+    contexts: dict | None = field(default_factory=dict)  # the text before the message -> context
+    ctx_seen: int = 0  # lines whose context went through ``contexts``
     pointer_hits: frozenset = frozenset()
 
 
@@ -244,6 +268,7 @@ class Engine:
         self._texts: dict[tuple, Answer] = {}  # (entry, used field values) -> shared answer
         self._heads: dict[tuple, HeadTemplate] = {}  # (entry, present fields) -> template
         self._decoded: dict[tuple, tuple[str, str] | None] = {}  # (field spec, value) -> decoding
+        self._escaped: dict[str, bytes] = {}  # field value -> its JSON string body
         self._field_answers: dict[tuple, tuple[Answer, dict]] = {}  # (entry, message) -> (answer, fields)
         self._constraint_keys = tuple(sorted({k for e in explainer.entries for k in e.context}))
         self._normalize_ok = all(
@@ -311,8 +336,8 @@ class Engine:
         if runs:
             # Lines of this shape may differ from this one in their pointers' letters, which
             # digit closure does not cover: each new set of pointer values is checked once.
-            first = text[runs[0][0]:runs[0][1]] if len(runs) == 1 else tuple(text[b:e] for b, e in runs)
-            shape.runs, shape.runs_ok = runs, {first: True}
+            shape.runs_at = (runs[0][0], runs[-1][1])
+            shape.runs_ok = {text[runs[0][0]:runs[-1][1]]: True}
             shape.pointer_hits = self._pointer_hits(normalized.message)
         if hits:
             answer = self.explainer.explain_many([text], semantic=False)[0]
@@ -326,15 +351,23 @@ class Engine:
                 shape.candidates = answer["candidates"]
                 shape.tail = Answer(answer, None).tail
                 if hits[0] in self._closed_entries:
-                    shape.spans = self._group_spans(hits[0], normalized.message, shape.lead)
-                    shape.by_values = {}
+                    shape.regs = self._regs(hits[0], normalized.message)
+                    if shape.regs is not None:
+                        names = self._python_twin(hits[0]).groupindex
+                        shape.spans = tuple(
+                            (name, shape.lead + shape.regs[g][0], shape.lead + shape.regs[g][1])
+                            for name, g in names.items() if shape.regs[g][0] >= 0
+                        )
+                        if shape.spans:
+                            shape.values_at = (min(b for _, b, _ in shape.spans), max(e for _, _, e in shape.spans))
+                        shape.by_values = {}
             return shape
         if not normalized.message:
             return shape
         template = mask_message(normalized.message)
         embedded = template[:512] if len(normalized.message) <= 2000 else mask_message(normalized.message[:2000])[:512]
         if _DIGIT.search(template) or _DIGIT.search(embedded):
-            shape.runs = ()  # BY_MESSAGE: the spine answers each message itself
+            shape.runs_ok = None  # BY_MESSAGE: the spine answers each message itself
             return shape  # the template itself varies with the digits
         shape.template, shape.embedded = template, embedded
         known = self._by_embedded.get(embedded)
@@ -356,20 +389,20 @@ class Engine:
 
     def _runs_ok(self, shape: Shape, text: str, message: str) -> bool:
         """Whether a line whose pointers differ from its shape's first line still gets the same
-        decision: same KB hits, same digit-specific candidates, same unknown template. Cached
-        per distinct pointer values (NCCL prints one per rank and communicator, many times)."""
-        runs = shape.runs
-        key: Any = text[runs[0][0]:runs[0][1]] if len(runs) == 1 else tuple(text[b:e] for b, e in runs)
-        ok = shape.runs_ok.get(key)  # type: ignore[union-attr]
+        decision: same KB hits and digit closures, same unknown template, same group spans.
+        Cached per stretch of the line holding the pointers (NCCL prints one pointer per rank
+        and communicator, many times)."""
+        stretch = text[shape.runs_at[0]:shape.runs_at[1]]
+        ok = shape.runs_ok.get(stretch)  # type: ignore[union-attr]
         if ok is None:
             ok = (
                 self._pointer_hits(message) == shape.pointer_hits
                 and (shape.template is None or (len(message) <= 2000 and mask_message(message) == shape.template))
-                and (shape.spans is None or self._group_spans(shape.entry, message, shape.lead) == shape.spans)
+                and (shape.spans is None or self._regs(shape.entry, message) == shape.regs)
             )
             if len(shape.runs_ok) >= RUNS_LIMIT:  # type: ignore[arg-type]
                 shape.runs_ok.clear()  # type: ignore[union-attr]
-            shape.runs_ok[key] = ok  # type: ignore[index]
+            shape.runs_ok[stretch] = ok  # type: ignore[index]
         return ok
 
     def _should_verify(self) -> bool:
@@ -442,17 +475,12 @@ class Engine:
             if all(k in context and rx.search(context[k]) is not None for k, rx in self._digit_specific[i])
         )
 
-    def _group_spans(self, index: int, message: str, lead: int) -> tuple | None:
-        """Where each participating named group of entry ``index`` sits in the line (``lead``:
-        where the message starts); None when only RE2 can run the pattern."""
+    def _regs(self, index: int, message: str) -> tuple | None:
+        """Where entry ``index`` matches ``message`` and each of its groups sits (``re``'s
+        ``Match.regs``); None when only RE2 can run the pattern."""
         compiled = self._python_twin(index)
         match = compiled.search(message) if compiled is not False else None
-        if match is None:
-            return None
-        return tuple(
-            (name, lead + match.start(name), lead + match.end(name))
-            for name in compiled.groupindex if match.start(name) >= 0
-        )
+        return match.regs if match is not None else None
 
     def _python_twin(self, index: int) -> Any:
         compiled = self._python_patterns.get(index)
@@ -480,33 +508,40 @@ class Engine:
         result = self._field_answers[cache_key] = (self._texts_answer(shape, fields), fields)
         return result
 
-    def _values_answer(self, shape: Shape, values: tuple) -> tuple[Answer, dict]:
+    def _values_answer(self, shape: Shape, text: str, stretch: str) -> tuple[Answer, dict]:
         """(answer, fields) for a FIELDS shape's group values, remembered on the shape: the
         same values recur (one NCCL channel line per rank and peer, printed again per comm)."""
         if self._remembered >= REMEMBERED_LIMIT:
             self._forget()
-        fields = {name: value for (name, _, _), value in zip(shape.spans, values)}  # type: ignore[arg-type]
-        hit = shape.by_values[values] = (self._texts_answer(shape, fields), fields)  # type: ignore[index]
+        fields = {name: text[b:e] for name, b, e in shape.spans}  # type: ignore[union-attr]
+        hit = shape.by_values[stretch] = (self._texts_answer(shape, fields), fields)  # type: ignore[index]
         self._remembered += 1
         return hit
 
     def _context(self, shape: Shape, text: str) -> dict:
         """The parsed prefix of a line of a fast shape, from the shape's fixed slices; one
-        shared dict per distinct prefix (a rank's ``host:pid:tid [dev]`` starts every line
-        it prints)."""
+        shared dict per distinct prefix (a rank's ``host:pid:tid [dev]`` starts every line it
+        prints), unless the shape's prefixes rarely repeat (a timestamp on every line)."""
+        contexts = shape.contexts
+        if contexts is None:
+            return {k: (c if c is not None else text[b:e]) for k, c, b, e in shape.ctx_items}
         prefix = text[:shape.lead]
-        context = shape.contexts.get(prefix)
+        context = contexts.get(prefix)
         if context is None:
             if self._remembered >= REMEMBERED_LIMIT:
                 self._forget()
-            context = shape.contexts[prefix] = {k: (c if c is not None else text[b:e]) for k, c, b, e in shape.ctx_items}
+            context = contexts[prefix] = {k: (c if c is not None else text[b:e]) for k, c, b, e in shape.ctx_items}
             self._remembered += 1
+            if len(contexts) == CONTEXT_PROBE and shape.ctx_seen < 2 * CONTEXT_PROBE:
+                shape.contexts = None  # mostly new prefixes: caching them costs more than it saves
+        shape.ctx_seen += 1
         return context
 
     def _forget(self) -> None:
         """Drop every shape's remembered values: memory stays flat on endless variety."""
         for shape in self._shapes.values():
-            shape.contexts.clear()
+            if shape.contexts is not None:
+                shape.contexts.clear()
             if shape.by_values is not None:
                 shape.by_values.clear()
         self._remembered = 0
@@ -519,13 +554,13 @@ class Engine:
             entry = self.explainer.entries[shape.entry]
             if len(self._texts) >= TEXTS_LIMIT:
                 self._texts.clear()
-            used = {k: v for k, v in fields.items() if k in shape.used}
-            values = field_values(entry, used, decode=self._decode)
-            template = self._heads.get((shape.entry, *used))
+            present = tuple(name for name in shape.used if name in fields)
+            template = self._heads.get((shape.entry, present))
             if template is None:
-                template = self._heads[(shape.entry, *used)] = HeadTemplate(entry, set(values))
+                template = self._heads[(shape.entry, present)] = HeadTemplate(entry, present)
             answer = self._texts[key] = Answer.per_line_fields(
-                template.fill(values), entry.id, entry.severity.value, shape.tail  # type: ignore[arg-type]
+                template.fill(fields, self._decode, self._escaped), entry.id, entry.severity.value,
+                shape.tail,  # type: ignore[arg-type]
             )
         return answer
 
@@ -576,8 +611,12 @@ class Engine:
             if need_context:
                 contexts[i] = context if context is not None else {}  # type: ignore[index]
             answer = shape.answer
-            if shape.runs and not self._runs_ok(shape, text, message):
-                shape, answer = _SLOW, None  # this line's pointers change the decision
+            if shape.runs_ok is not None:
+                ok = shape.runs_ok.get(text[shape.runs_at[0]:shape.runs_at[1]])
+                if ok is None:
+                    ok = self._runs_ok(shape, text, message)
+                if not ok:
+                    shape, answer = _SLOW, None  # this line's pointers change the decision
             if shape.checks is not None:
                 if context is None and shape.checks_context:
                     context = self._context(shape, text)
@@ -586,10 +625,10 @@ class Engine:
                     shape, answer = _SLOW, None  # this line's digits change the regex tier
             if answer is None and shape.mode == FIELDS:
                 if shape.spans is not None:  # a digit-closed entry: its groups sit at fixed spans
-                    values = tuple([text[b:e] for _, b, e in shape.spans])
-                    hit = shape.by_values.get(values)  # type: ignore[union-attr]
+                    stretch = text[shape.values_at[0]:shape.values_at[1]]  # equal stretch, equal groups
+                    hit = shape.by_values.get(stretch)  # type: ignore[union-attr]
                     if hit is None:
-                        hit = self._values_answer(shape, values)
+                        hit = self._values_answer(shape, text, stretch)
                     answer, line_fields[i] = hit
                 else:
                     answer, line_fields[i] = self._fields_answer(shape, message)
@@ -666,7 +705,7 @@ class Engine:
                 self.mismatches += 1
                 # Demote in place: every shape key sharing this object (siblings) goes slow too.
                 shape.fast, shape.mode, shape.answer, shape.checks = False, BY_MESSAGE, None, None
-                shape.runs, shape.spans = (), None
+                shape.runs_ok, shape.spans = None, None
 
     # ---- summaries --------------------------------------------------------------------------
     def _tally(self, chunk: Chunk, texts: list[str], answers: list[Answer], undecodable: list[int]) -> Summary:
@@ -729,7 +768,7 @@ class Engine:
             if shape.checks is not None or not shape.fast or shape.mode == BY_MESSAGE:
                 per_line.add(raw)  # a digit-specific entry may split it, or no fixed slices
                 continue
-            if shape.runs:
+            if shape.runs_ok is not None:
                 text = text or text_at(first[raw])
                 if not self._runs_ok(shape, text, text[shape.lead:shape.end]):
                     per_line.add(raw)  # these pointers change the decision: the spine decides
