@@ -64,9 +64,8 @@ def encode_jsonl(annotated: Annotated, source_name: str, options: Options, undec
     minimum = options.min_rank
     out: list[bytes] = []
     append = out.append
-    # The engine hands out one dict per distinct context and set of field values, shared by the
-    # lines that have it (a rank's prefix, a channel line repeated per comm): each is encoded
-    # once per chunk.
+    # The engine hands out one dict per distinct set of field values, shared by the lines that
+    # have it (NCCL prints the same channel line on every comm); each is encoded once per chunk.
     encoded: dict[int, bytes] = {}
     line_number = base - 1
     for text, answer, context, fields in zip(annotated.texts, annotated.answers, contexts, annotated.fields):
@@ -78,11 +77,8 @@ def encode_jsonl(annotated: Annotated, source_name: str, options: Options, undec
                 fields_json = encoded.get(id(fields))
                 if fields_json is None:
                     fields_json = encoded[id(fields)] = dumps(fields)
-            context_json = encoded.get(id(context))
-            if context_json is None:
-                context_json = encoded[id(context)] = dumps(context)
             append(b'{"file":%b,"line_number":%d,"line":%b,%b,"fields":%b,"context":%b,%b}\n'
-                   % (file_json, line_number, dumps(text), answer.head, fields_json, context_json, answer.tail))
+                   % (file_json, line_number, dumps(text), answer.head, fields_json, dumps(context), answer.tail))
         elif answer.known:
             append(b'{"file":%b,"line_number":%d,"line":%b,"known":true,"pattern_id":%b,"severity":%b}\n'
                    % (file_json, line_number, dumps(text), dumps(answer.data["pattern_id"]), dumps(answer.data["severity"])))
