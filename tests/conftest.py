@@ -6,6 +6,8 @@ model, so tests exercise the same artifact users get; ~30 s once per session.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,9 @@ from indexer import paths
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
+# The pickled-KB cache of every Explainer the tests build (and of the CLIs they start) goes to
+# a scratch directory, never into the checkout's build/.
+os.environ.setdefault("EXPLAINLOG_CACHE", tempfile.mkdtemp(prefix="explainlog-test-cache-"))
 
 
 @pytest.fixture(scope="session")
@@ -23,12 +28,12 @@ def kb_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def index_dir(tmp_path_factory, kb_dir) -> Path:
-    from indexer.encoder import SentenceTransformerEncoder
+    from indexer.encoder import default_encoder
     from indexer.kb_loader import load_kb
     from indexer.semantic_index import build_index
 
     target = tmp_path_factory.mktemp("index") / "index"
-    build_index(load_kb(kb_dir), kb_dir, target, SentenceTransformerEncoder())
+    build_index(load_kb(kb_dir), kb_dir, target, default_encoder())
     return target
 
 
