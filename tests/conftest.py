@@ -1,7 +1,8 @@
 """Shared fixtures: the real KB, and one semantic index built per test session.
 
 The index is built into a temporary directory (never into the checkout) with the bundled
-model, so tests exercise the same artifact users get; ~30 s once per session.
+model and the default encoder, so tests exercise the same artifact users get; ~20 s once
+per session.
 """
 
 from __future__ import annotations

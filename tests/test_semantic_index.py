@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from indexer.encoder import SentenceTransformerEncoder
+from indexer.encoder import default_encoder
 from indexer.kb_loader import load_kb
 from indexer.semantic_index import SemanticIndex, build_index, read_stamp, stamp_problem
 from service.explainer import Explainer, IndexUnavailable
@@ -40,7 +40,7 @@ ENTRIES = [
 
 @pytest.fixture(scope="module")
 def encoder():
-    return SentenceTransformerEncoder()
+    return default_encoder()
 
 
 @pytest.fixture()

@@ -44,7 +44,7 @@ class ServiceState:
     def _warm_up(self) -> None:
         try:
             self.explainer.index()
-            self.explainer.encoder.encode(["NCCL INFO warm-up"])  # first call pays torch start-up
+            self.explainer.encoder.encode(["NCCL INFO warm-up"])  # first call loads the model
         except Exception as exc:  # noqa: BLE001 - any failure here is reported by /readyz
             self.readiness = Readiness(loaded=False, problem=f"semantic tier unavailable: {exc}")
         else:
