@@ -5,6 +5,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import os
+import random
 import zlib
 from pathlib import Path
 
@@ -159,3 +160,27 @@ def test_zlib_raw_deflate_is_not_mistaken_for_gzip(tmp_path):
     path.write_bytes(zlib.compress(b"plain?\n"))  # zlib header, not gzip magic: read as bytes
     lines, _, problems = read_all(path)
     assert len(lines) >= 1 and not problems
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_chunker_cuts_exactly_the_long_lines_whatever_the_blocks(seed):
+    """Lines just under, at and over the limit, fed in blocks of random sizes: every line comes
+    out once, in order, cut to ``max_line`` exactly when it was longer (the fast path skips
+    splitting blocks that cannot hold a long line)."""
+    rng = random.Random(seed)
+    max_line = 16
+    lines = [b"x" * rng.choice([0, 1, 7, 15, 16, 17, 31, 32, 33, 64]) for _ in range(300)]
+    data = b"\n".join(lines) + b"\n"
+    chunker = LineChunker(0, max_line=max_line, chunk_bytes=rng.choice([8, 64, 1 << 20]))
+    chunks, pos = [], 0
+    while pos < len(data):
+        size = rng.choice([1, 5, 16, 33, 100, 1000])
+        chunks += list(chunker.feed(data[pos:pos + size]))
+        pos += size
+    chunks += list(chunker.finish())
+    got, cut = [], {}
+    for chunk in chunks:
+        cut.update({chunk.first_line + i: n for i, n in chunk.cut.items()})
+        got += chunk.data.split(b"\n")
+    assert got == [line[:max_line] for line in lines]
+    assert cut == {i + 1: len(line) for i, line in enumerate(lines) if len(line) > max_line}

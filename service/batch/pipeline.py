@@ -16,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -79,29 +81,72 @@ class _Turns:
 
     A JSONL payload is ~2 KB per line. Sent back through the pool's pipe it would be pickled,
     copied four times and unpickled by the parent, which is then the bottleneck at -j 2. With
-    a shared turn counter, the worker holding chunk ``seq`` waits for its turn, writes to the
-    inherited file descriptor and passes the turn on; the parent never touches the bytes.
+    a shared turn counter, the worker holding chunk ``turn`` writes it to the inherited file
+    descriptor. A worker that finishes out of turn parks its payload in a file (in memory, in
+    /dev/shm where it exists) rather than wait idle; whoever writes chunk ``k`` then also
+    writes the parked ``k+1``, ``k+2``, ... before passing the turn on. Without a place to
+    park, an early worker waits for its turn.
     """
 
-    def __init__(self, context: Any, fd: int) -> None:
+    def __init__(self, context: Any, fd: int, park: str | None) -> None:
         self.fd = fd
-        self.turn = context.Value("q", 0, lock=False)
+        self.park = park
+        self.turn = context.Value("q", 0, lock=False)  # written only under ``cond``
         self.cond = context.Condition()
 
     def write(self, seq: int, payload: bytes) -> None:
+        parked = self._park(seq, payload) if self.park and self.turn.value != seq else None
         with self.cond:
+            if parked is not None:
+                if self.turn.value != seq:  # still not our turn: the turn holder will write it
+                    os.rename(parked, self._parked(seq))
+                    return
+                os.unlink(parked)  # our turn came while parking: write from memory
             while self.turn.value != seq:
                 self.cond.wait()
             # pool.terminate() (Ctrl-C) sends SIGTERM: let it land between records, not in one
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
             try:
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(self.fd, view):]
+                self._write_all(payload)
+                seq += 1
+                while self.park and os.path.exists(self._parked(seq)):
+                    with open(self._parked(seq), "rb") as handle:
+                        self._write_all(handle.read())
+                    os.unlink(self._parked(seq))
+                    seq += 1
             finally:
-                self.turn.value = seq + 1
+                self.turn.value = seq
                 self.cond.notify_all()
                 signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+    def _parked(self, seq: int) -> str:
+        return os.path.join(self.park, f"{seq}.jsonl")  # type: ignore[arg-type]
+
+    def _park(self, seq: int, payload: bytes) -> str | None:
+        try:
+            fd, path = tempfile.mkstemp(dir=self.park, suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(payload)
+            return path
+        except OSError:  # e.g. a full /dev/shm: wait for the turn instead
+            with contextlib.suppress(OSError, UnboundLocalError):
+                os.unlink(path)
+            return None
+
+    def _write_all(self, payload: bytes) -> None:
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(self.fd, view):]
+
+
+def _park_dir() -> str | None:
+    """A private directory for payloads finished out of turn, in memory where possible."""
+    shm = "/dev/shm"
+    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    try:
+        return tempfile.mkdtemp(prefix="explainlog-", dir=base)
+    except OSError:
+        return None
 
 
 def _worker_init(explainer: Any, semantic: bool, turns: _Turns | None) -> None:
@@ -166,6 +211,7 @@ def annotate_sources(
     previous = signal.signal(signal.SIGINT, guard.handler) if in_main else None
     pool = None
     engine = None
+    park: str | None = None
 
     def handle(item: tuple, result: ChunkResult | None = None) -> None:
         kind = item[0]
@@ -194,7 +240,8 @@ def annotate_sources(
         else:
             context = multiprocessing.get_context("fork")
             fd = _output_fd(writer, options)
-            turns = _Turns(context, fd) if fd is not None else None
+            park = _park_dir() if fd is not None else None
+            turns = _Turns(context, fd, park) if fd is not None else None
             pool = context.Pool(jobs, initializer=_worker_init, initargs=(explainer, options.semantic, turns))
             window: deque = deque()
             in_flight = seq = 0
@@ -229,6 +276,8 @@ def annotate_sources(
         try:
             writer.close(summary)
         finally:
+            if park is not None:
+                shutil.rmtree(park, ignore_errors=True)  # payloads parked when Ctrl-C stopped us
             if in_main:
                 signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
             progress.close()

@@ -174,9 +174,12 @@ class LineChunker:
 
     def _may_hold_long_line(self, segment: bytes) -> bool:
         """Whether some line may exceed ``max_line``: such a line covers a whole aligned
-        window of half that size with no newline, which a few ``find`` calls rule out."""
+        window of half that size (inside the segment) with no newline, which a few ``find``
+        calls rule out."""
         half = max(1, self.max_line // 2)
-        return any(segment.find(b"\n", start, start + half) == -1 for start in range(0, len(segment), half))
+        return any(
+            segment.find(b"\n", start, start + half) == -1 for start in range(0, len(segment) - half + 1, half)
+        )
 
     def _add_cut_line(self, head: bytes, length: int) -> None:
         self._cut[self._count] = length
