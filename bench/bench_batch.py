@@ -38,8 +38,9 @@ print(n, len(miner.drain.clusters))
 """
 MEASURE = r"""
 import resource, subprocess, sys, time, json
+capture = sys.argv[1] == "capture"
 start = time.perf_counter()
-proc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL if not sys.argv[1].endswith("python") else subprocess.PIPE, stderr=subprocess.PIPE)
+proc = subprocess.run(sys.argv[2:], stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=subprocess.PIPE)
 wall = time.perf_counter() - start
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"rc": proc.returncode, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
@@ -48,9 +49,11 @@ print(json.dumps({"rc": proc.returncode, "wall": wall, "cpu": usage.ru_utime + u
 """
 
 
-def measure(cmd: list[str]) -> dict:
-    """Run ``cmd`` in a fresh wrapper so RUSAGE_CHILDREN covers it (and its workers) only."""
-    out = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True, check=True)
+def measure(cmd: list[str], capture: bool = False) -> dict:
+    """Run ``cmd`` in a fresh wrapper so RUSAGE_CHILDREN covers it (and its workers) only.
+    Its stdout goes to /dev/null unless ``capture`` (the peer prints a short count)."""
+    out = subprocess.run([sys.executable, "-c", MEASURE, "capture" if capture else "discard", *cmd],
+                         capture_output=True, check=True)
     result = json.loads(out.stdout)
     if result["rc"] not in (0, 1):  # 1 = a grep that found nothing, or --fail-on
         raise SystemExit(f"{' '.join(cmd)} failed ({result['rc']}): {result['stderr']}")
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     rows.append(row("`wc -l`", lines, measure(["wc", "-l", str(log)]), None))
     rows.append(row("`grep -c NCCL`", lines, measure(["grep", "-c", "NCCL", str(log)]), None))
-    drain = measure([sys.executable, "-c", DRAIN3, str(log)])
+    drain = measure([sys.executable, "-c", DRAIN3, str(log)], capture=True)
     drain_rate = lines / drain["wall"]
     rows.append(row("Drain3 `TemplateMiner` (groups only)", lines, drain, drain_rate))
     explainlog = [sys.executable, "-m", "service.cli"]
