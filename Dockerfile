@@ -43,7 +43,7 @@ WORKDIR /app
 # Numeric, so Kubernetes' runAsNonRoot can verify it.
 USER 10001:10001
 EXPOSE 8000
-# Ready = the index is loaded and matches the KB (the first start takes ~10 s to load torch).
+# Ready = the index is loaded and matches the KB (MiniLM runs in numpy: no torch load at start).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=90s --retries=3 \
   CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/readyz' % os.environ.get('EXPLAINLOG_PORT', '8000'), timeout=4)"]
 # 'refuse': the index was built above; never try to rebuild it in a read-only image.
