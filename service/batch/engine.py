@@ -62,12 +62,13 @@ class Answer:
     answers are born as JSON (``head``) and become a dict only if a writer asks for ``data``.
     """
 
-    __slots__ = ("_data", "key", "template", "rank", "known", "_uid", "head", "fields_json", "tail")
+    __slots__ = ("_data", "key", "template", "rank", "known", "role", "_uid", "_json", "head", "fields_json", "tail")
 
     def __init__(self, answer: dict, template: str | None, tail: bytes | None = None) -> None:
         self._data: dict | None = {k: answer[k] for k in CONTRACT_KEYS if k not in ("line", "context")}
         self.template = template
         self.known = answer["known"]
+        self.role = answer["role"]
         # The summary groups known lines by entry and unknown ones by masked template.
         self.key = ("k", answer["pattern_id"]) if answer["known"] else ("u", template or "")
         self.rank = _RANK.get(answer["severity"], -1)
@@ -75,29 +76,39 @@ class Answer:
         self.fields_json = orjson.dumps(answer["fields"])
         self.tail = tail if tail is not None else orjson.dumps({"candidates": answer["candidates"]})[1:-1]
         self._uid: bytes | None = None
+        self._json: bytes | None = None
 
     @classmethod
-    def per_line_fields(cls, head: bytes, pattern_id: str, severity: str, tail: bytes) -> "Answer":
+    def per_line_fields(cls, head: bytes, pattern_id: str, severity: str, role: str, tail: bytes) -> "Answer":
         """A known answer whose fields vary by line (``head``: the encoded contract keys from
         known to action); its ``data["fields"]`` is empty, each line's fields are kept beside."""
         answer = cls.__new__(cls)
         answer._data = None
         answer.template = None
         answer.known = True
+        answer.role = role
         answer.key = ("k", pattern_id)
         answer.rank = _RANK.get(severity, -1)
         answer.head = head
         answer.fields_json = b"{}"
         answer.tail = tail
         answer._uid = None
+        answer._json = None
         return answer
 
     @property
     def data(self) -> dict:
         """The contract keys but line and context (fields empty for per-line-fields answers)."""
         if self._data is None:
-            self._data = orjson.loads(b"{%b,\"fields\":%b,%b}" % (self.head, self.fields_json, self.tail))
+            self._data = orjson.loads(self.json)
         return self._data
+
+    @property
+    def json(self) -> bytes:
+        """``data`` encoded (what writers embed), without building the dict."""
+        if self._json is None:
+            self._json = b"{%b,\"fields\":%b,%b}" % (self.head, self.fields_json, self.tail)
+        return self._json
 
     @property
     def uid(self) -> bytes:
@@ -538,7 +549,7 @@ class Engine:
                 template = self._heads[(shape.entry, present)] = HeadTemplate(entry, present)
             answer = self._texts[key] = Answer.per_line_fields(
                 template.fill(fields, self._decode, self._escaped), entry.id, entry.severity.value,
-                shape.tail,  # type: ignore[arg-type]
+                entry.role.value, shape.tail,  # type: ignore[arg-type]
             )
         return answer
 

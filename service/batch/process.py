@@ -25,7 +25,8 @@ class ChunkResult:
     payload: bytes = b""  # jsonl: the encoded records
     written: bool = False  # jsonl: a worker already wrote the payload to the output
     refs: list[int] = field(default_factory=list)  # commented/html: table index per line, -1 = none
-    table: list[tuple[bytes, dict]] = field(default_factory=list)  # (answer uid, answer data)
+    # commented/html: (answer uid, pattern id, role, answer data as JSON) per distinct answer
+    table: list[tuple[bytes, str, str, bytes]] = field(default_factory=list)
     undecodable: list[int] = field(default_factory=list)  # line indices within the chunk
     cut: dict[int, int] = field(default_factory=dict)
     summary: Summary = field(default_factory=Summary)
@@ -92,9 +93,9 @@ def encode_jsonl(annotated: Annotated, source_name: str, options: Options, undec
     return b"".join(out)
 
 
-def _references(annotated: Annotated, options: Options) -> tuple[list[int], list[tuple[bytes, dict]]]:
+def _references(annotated: Annotated, options: Options) -> tuple[list[int], list[tuple[bytes, str, str, bytes]]]:
     index: dict[int, int] = {}
-    table: list[tuple[bytes, dict]] = []
+    table: list[tuple[bytes, str, str, bytes]] = []
     refs: list[int] = []
     minimum = options.min_rank
     for answer in annotated.answers:
@@ -104,6 +105,6 @@ def _references(annotated: Annotated, options: Options) -> tuple[list[int], list
         position = index.get(id(answer))
         if position is None:
             position = index[id(answer)] = len(table)
-            table.append((answer.uid, answer.data))
+            table.append((answer.uid, answer.key[1], answer.role, answer.json))
         refs.append(position)
     return refs, table

@@ -12,6 +12,8 @@ from __future__ import annotations
 import textwrap
 from typing import BinaryIO
 
+import orjson
+
 from service.batch.options import Options
 from service.batch.problems import Problem
 from service.batch.process import ChunkResult
@@ -83,8 +85,8 @@ class CommentedWriter:
         langs = self.options.langs
         for i, (line, ref) in enumerate(zip(lines, result.refs)):
             if ref >= 0:
-                uid, answer = result.table[ref]
-                if hide_context and answer["role"] == "context":
+                uid, pattern_id, role, answer_json = result.table[ref]
+                if hide_context and role == "context":
                     ref = -1
             if i in notes or ref < 0:
                 self._flush()
@@ -95,7 +97,7 @@ class CommentedWriter:
                     self.out.write(line + b"\n")
                     self.lines_written += 1
                     continue
-            key = answer["pattern_id"].encode()
+            key = pattern_id.encode()
             if key == self._run_key and self._run_bytes < RUN_BYTES:
                 self._run_lines.append(line)
                 self._run_bytes += len(line) + 1
@@ -104,7 +106,7 @@ class CommentedWriter:
             self._flush()
             comment = self._cache.get(uid)
             if comment is None:
-                comment = self._cache[uid] = comment_lines(answer, langs)
+                comment = self._cache[uid] = comment_lines(orjson.loads(answer_json), langs)
             self._run_key, self._run_comment, self._continued = key, comment, continued
             self._run_lines, self._run_bytes = [line], len(line) + 1
 
