@@ -9,6 +9,7 @@ one is flushed and its rest is announced as a continuation, so memory stays boun
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from typing import BinaryIO
 
@@ -23,9 +24,12 @@ RUN_BYTES = 8 << 20
 WIDTH = 100
 
 
-def _wrapped(prefix: str, text: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _wrapped(prefix: str, text: str) -> tuple[str, ...]:
     # Chinese has no spaces; textwrap still breaks long runs, which reads fine in a comment.
-    return [f"# {prefix}{line}" for line in textwrap.wrap(text, WIDTH, break_on_hyphens=False)] or [f"# {prefix}"]
+    # Cached: answers of one entry whose explanation varies by line mostly share the title
+    # and action, and wrapping is most of this writer's time.
+    return tuple(f"# {prefix}{line}" for line in textwrap.wrap(text, WIDTH, break_on_hyphens=False)) or (f"# {prefix}",)
 
 
 def comment_lines(data: dict, langs: tuple[str, ...]) -> list[str]:
