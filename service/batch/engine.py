@@ -233,6 +233,7 @@ class Shape:
     values_at: tuple = (0, 0)  # the stretch of the line that holds every group
     by_values: dict | None = None  # FIELDS with spans: that stretch -> (answer, fields)
     ctx_build: Any = None  # text -> context, compiled from ctx_items
+    ctx_json: Any = None  # text -> the context as JSON (what jsonl writes), compiled likewise
     pointer_hits: frozenset = frozenset()
 
 
@@ -243,7 +244,7 @@ class Annotated:
     chunk: Chunk
     texts: list[str]
     answers: list[Answer]
-    contexts: list[dict] | None
+    contexts: list[dict | bytes] | None  # a dict, or (fast shapes) the same dict as JSON
     fields: list[dict | None]  # a line's own fields where its answer's vary by line, else None
     undecodable: list[int] = field(default_factory=list)  # lines whose bytes are not UTF-8
     summary: Summary = field(default_factory=Summary)
@@ -253,7 +254,8 @@ class Annotated:
         record = dict(self.answers[i].data, line=self.texts[i])
         if self.fields[i] is not None:
             record["fields"] = self.fields[i]
-        record["context"] = self.contexts[i] if self.contexts is not None else None
+        context = self.contexts[i] if self.contexts is not None else None
+        record["context"] = orjson.loads(context) if isinstance(context, bytes) else context
         return {key: record[key] for key in CONTRACT_KEYS}
 
 
@@ -461,7 +463,7 @@ class Engine:
             items.append((key, None, span[0], span[1]))
         const = {k: v for k, v, _, _ in items} if all(v is not None for _, v, _, _ in items) else None
         return Shape(fast=True, lead=offset, end=end, ctx_items=tuple(items), ctx_const=const,
-                     ctx_build=_context_builder(items))
+                     ctx_build=_context_builder(items), ctx_json=_context_json_builder(items))
 
     # ---- answers ----------------------------------------------------------------------------
     def _message_key(self, message: str, context: dict) -> Any:
@@ -592,25 +594,29 @@ class Engine:
             if shape.fast:
                 message = text[shape.lead:shape.end]
                 context = shape.ctx_const
-                if context is None and (need_context or constraint):
-                    context = shape.ctx_build(text)
+                if need_context:  # as JSON straight from the slices; a dict only where needed
+                    contexts[i] = context if context is not None else shape.ctx_json(text)  # type: ignore[index]
             else:
                 normalized = normalize_line(text)
                 message, context = normalized.message, normalized.context
-            if need_context:
-                contexts[i] = context if context is not None else {}  # type: ignore[index]
+                if need_context:
+                    contexts[i] = context  # type: ignore[index]
             answer = shape.answer
             if shape.runs_ok is not None:
                 ok = shape.runs_ok.get(text[shape.runs_at[0]:shape.runs_at[1]])
                 if ok is None:
                     ok = self._runs_ok(shape, text, message)
                 if not ok:
+                    if context is None and constraint:
+                        context = shape.ctx_build(text)  # the spine's cache key needs it
                     shape, answer = _SLOW, None  # this line's pointers change the decision
             if shape.checks is not None:
                 if context is None and shape.checks_context:
                     context = shape.ctx_build(text)
                 relevant, expected = shape.checks
                 if self._outcomes(relevant, message, context or {}) != expected:
+                    if context is None and constraint:
+                        context = shape.ctx_build(text)  # the spine's cache key needs it
                     shape, answer = _SLOW, None  # this line's digits change the regex tier
             if answer is None and shape.mode == FIELDS:
                 if shape.spans is not None:  # a digit-closed entry: its groups sit at fixed spans
@@ -625,6 +631,8 @@ class Engine:
                 if shape.mode == PENDING:
                     key: Any = shape
                 else:
+                    if constraint and context is None and shape.ctx_build is not None:
+                        context = shape.ctx_build(text)
                     key = self._message_key(message, context or {}) if constraint else message
                     answer = known_cache.get(key)
                 if answer is None:
@@ -822,6 +830,19 @@ def _context_builder(items: list[tuple]) -> Any:
         f"{key!r}: {const!r}" if const is not None else f"{key!r}: t[{b}:{e}]" for key, const, b, e in items
     )
     return eval(f"lambda t: {{{body}}}")  # noqa: S307 - built from repr() and ints only
+
+
+def _context_json_builder(items: list[tuple]) -> Any:
+    """``text -> orjson.dumps(context)`` without the dict: constant keys and values are encoded
+    once into a %-format, each sliced value is encoded per line."""
+    pieces, args = [], []
+    for key, const, b, e in items:
+        value = orjson.dumps(const).replace(b"%", b"%%") if const is not None else b"%b"
+        pieces.append(orjson.dumps(key).replace(b"%", b"%%") + b":" + value)
+        if const is None:
+            args.append(f"d(t[{b}:{e}])")
+    template = b"{" + b",".join(pieces) + b"}"
+    return eval(f"lambda t, d=d: {template!r} % ({''.join(a + ', ' for a in args)})", {"d": orjson.dumps})  # noqa: S307
 
 
 def _hazard(patterns: list[str], extra: list[str] = ()) -> Any:

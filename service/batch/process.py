@@ -79,7 +79,8 @@ def encode_jsonl(annotated: Annotated, source_name: str, options: Options, undec
                 if fields_json is None:
                     fields_json = encoded[id(fields)] = dumps(fields)
             append(b'{"file":%b,"line_number":%d,"line":%b,%b,"fields":%b,"context":%b,%b}\n'
-                   % (file_json, line_number, dumps(text), answer.head, fields_json, dumps(context), answer.tail))
+                   % (file_json, line_number, dumps(text), answer.head, fields_json,
+                      context if context.__class__ is bytes else dumps(context), answer.tail))
         elif answer.known:
             append(b'{"file":%b,"line_number":%d,"line":%b,"known":true,"pattern_id":%b,"severity":%b}\n'
                    % (file_json, line_number, dumps(text), dumps(answer.data["pattern_id"]), dumps(answer.data["severity"])))
