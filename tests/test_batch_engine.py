@@ -17,42 +17,36 @@ from service.batch.reader import Chunk
 from service.explainer import Explainer
 
 PREFIX = "node-{n}:11:22 [0] NCCL INFO "
-# Two entries that tell a pointer's letters from its digits: folding pointers into one shape
-# must not hide that. "handle" lines go to the digits-only entry only if the pointer has no
-# letter; "ptr" lines split the pointer into groups at its first letter (spans differ per line).
-POINTER_KB = [
-    {
-        "id": "demo.handle_digits",
-        "title": {"en": "Handle of digits", "zh": "纯数字 handle"},
-        "component": "nccl", "severity": "warning", "role": "root_cause", "priority": 10,
-        "pattern": r"^handle 0x\d+ ready$",
-        "explanation": {"en": "Digits only.", "zh": "只有数字。"},
-        "examples": [PREFIX.format(n=1) + "handle 0x12345678 ready"],
-        "negatives": ["handle 0x1234abcd ready?"],
-        "source": "NVIDIA/nccl src/init.cc", "references": ["https://github.com/NVIDIA/nccl"],
-    },
-    {
-        "id": "demo.handle_hex",
+
+
+def demo_entry(entry_id: str, pattern: str, example: str, **extra) -> dict:
+    """A valid KB entry (schema and kb check) around ``pattern``; ``extra`` overrides fields."""
+    return {
+        "id": entry_id,
         "title": {"en": "Handle", "zh": "任意 handle"},
         "component": "nccl", "severity": "info", "role": "context",
-        "pattern": r"^handle 0x[0-9a-f]+ ready$",
+        "pattern": pattern,
         "explanation": {"en": "Any handle.", "zh": "任意 handle。"},
-        "examples": [PREFIX.format(n=1) + "handle 0x1234abcd ready"],
-        "negatives": ["handle 0x1234abcd ready?"],
+        "examples": [PREFIX.format(n=1) + example],
+        "negatives": [example + "?"],
         "source": "NVIDIA/nccl src/init.cc", "references": ["https://github.com/NVIDIA/nccl"],
-    },
-    {
-        "id": "demo.ptr_split",
-        "title": {"en": "Pointer {digits}", "zh": "指针 {digits}"},
-        "component": "nccl", "severity": "info", "role": "context",
-        "pattern": r"^ptr 0x(?P<digits>\d*)(?P<rest>[0-9a-f]*) done$",
-        "fields": {"digits": {"en": "leading digits", "zh": "开头的数字"},
-                   "rest": {"en": "the rest", "zh": "其余部分"}},
-        "explanation": {"en": "Starts with {digits}, then {rest}.", "zh": "以 {digits} 开头，然后是 {rest}。"},
-        "examples": [PREFIX.format(n=1) + "ptr 0x12ab34cd done"],
-        "negatives": ["ptr 0x12ab34cd done?"],
-        "source": "NVIDIA/nccl src/init.cc", "references": ["https://github.com/NVIDIA/nccl"],
-    },
+        **extra,
+    }
+
+
+# Entries that tell a pointer's letters from its digits: folding pointers into one shape must
+# not hide that. "handle" lines go to the digits-only entry only if the pointer has no letter;
+# "ptr" lines split the pointer into groups at its first letter (spans differ per line).
+POINTER_KB = [
+    demo_entry("demo.handle_digits", r"^handle 0x\d+ ready$", "handle 0x12345678 ready",
+               title={"en": "Handle of digits", "zh": "纯数字 handle"}, severity="warning", role="root_cause",
+               priority=10, explanation={"en": "Digits only.", "zh": "只有数字。"}),
+    demo_entry("demo.handle_hex", r"^handle 0x[0-9a-f]+ ready$", "handle 0x1234abcd ready"),
+    demo_entry("demo.ptr_split", r"^ptr 0x(?P<digits>\d*)(?P<rest>[0-9a-f]*) done$", "ptr 0x12ab34cd done",
+               title={"en": "Pointer {digits}", "zh": "指针 {digits}"},
+               fields={"digits": {"en": "leading digits", "zh": "开头的数字"},
+                       "rest": {"en": "the rest", "zh": "其余部分"}},
+               explanation={"en": "Starts with {digits}, then {rest}.", "zh": "以 {digits} 开头，然后是 {rest}。"}),
 ]
 POINTERS = ["0x12345678", "0x1234abcd", "0x9abc1234", "0x55555555", "0xabcdef01", "0x12ab34cd", "0x1a2b3c4d"]
 
