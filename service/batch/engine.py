@@ -1,17 +1,21 @@
 """The batch engine: the spine's answers for a million lines without a million spine calls.
 
-A training log repeats a few hundred *shapes* (a line with its digits replaced by ``0``) over
-and over. Everything the spine does before choosing an answer is digit-closed (see
-``digit_closure``): lines of one shape peel the same prefixes at the same offsets, and hit the
-same KB patterns unless a digit-sensitive pattern could match the shape. So per shape the
-engine learns once, from the first line, where the message and each context value sit and
-which answer applies; later lines of the shape cost a slice, a dict build and a lookup.
+A training log repeats a few hundred *shapes* (a line with its digits replaced by ``0``, and
+the hex letters of ``0x`` pointers too) over and over. Everything the spine does before
+choosing an answer is digit-closed (see ``digit_closure``): lines of one shape peel the same
+prefixes at the same offsets, and hit the same KB patterns with their groups at the same spans,
+unless a digit-sensitive pattern could match the shape (checked per line) or a line's pointer
+values differ (checked once per new value). So per shape the engine learns once, from the
+first line, where the message, each context value and each field sit and which entry applies;
+later lines of the shape cost slices and lookups.
 
-Answers come from ``Explainer.explain_many`` itself (never rebuilt here), cached by shape when
-they cannot vary within it, else by message. Lines the regex tier cannot answer are sent to the
-spine in one batch per chunk, so the semantic tier embeds each unknown template once. The
-first line of every new shape is checked against a full ``explain_many`` call; a shape whose
-fast answer differed is demoted to the slow path and counted in ``mismatches``.
+Answers without fields come from ``Explainer.explain_many`` itself, cached by shape or by
+message. Answers with fields are rebuilt from the entry (its texts filled from a JSON template
+per present fields, ``HeadTemplate``), once per distinct field values. Lines the regex tier
+cannot answer are sent to the spine in one batch per chunk, so the semantic tier embeds each
+unknown template once. The first line of new shapes (all, or a sample) is compared with a full
+``explain_many`` call; a shape whose fast answer differed is demoted to the slow path, counted
+in ``mismatches``, and its chunk redone.
 """
 
 from __future__ import annotations
@@ -221,7 +225,6 @@ class Shape:
     entry: int = -1
     candidates: list | None = None
     used: tuple = ()
-    hits: list | None = None  # the regex tier's hits on the first line (for siblings)
     sample: Answer | None = None  # FIELDS: one answer standing for the shape in summaries
     tail: bytes | None = None
     # pointers in the line: the stretch holding them, which of its values were checked (see
@@ -343,7 +346,6 @@ class Engine:
             shape.fast = False  # a pointer inside the prefix: let the spine parse each line
             return shape
         hits = self.explainer.patterns.matching(normalized.message, normalized.context)
-        shape.hits = hits
         if runs:
             # Lines of this shape may differ from this one in their pointers' letters, which
             # digit closure does not cover: each new set of pointer values is checked once.
