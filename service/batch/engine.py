@@ -231,13 +231,13 @@ class Shape:
     # _runs_ok; None: no pointers), and what the check compares against
     runs_at: tuple = (0, 0)
     runs_ok: dict | None = None
+    pointer_hits: frozenset = frozenset()
     spans: tuple | None = None  # FIELDS with a digit-closed entry: (group, start, end) in the line
     regs: tuple | None = None  # the first line's Match.regs of that entry, in the message
     values_at: tuple = (0, 0)  # the stretch of the line that holds every group
     by_values: dict | None = None  # FIELDS with spans: that stretch -> (answer, fields)
     ctx_build: Any = None  # text -> context, compiled from ctx_items
     ctx_json: Any = None  # text -> the context as JSON (what jsonl writes), compiled likewise
-    pointer_hits: frozenset = frozenset()
 
 
 @dataclass
