@@ -105,3 +105,26 @@ def test_generated_training_log_gets_the_spine_answer_on_every_line(explainer, g
     assert mismatched == []
     _, fast = annotate(explainer, [str(generated_log)], "summary", semantic=False)
     assert fast.to_json() == summary.to_json()
+
+
+def test_compiled_context_builders_equal_the_dict_and_its_json_for_awkward_values():
+    """Shapes build contexts with code compiled from their items: constants with quotes,
+    backslashes, '%', non-ASCII and braces must come out as orjson would write them."""
+    import orjson
+
+    from service.batch.engine import _context_builder, _context_json_builder
+
+    text = 'r7 "q" 50%b \\x 节点{a} tail'
+    items = [
+        ("rank", None, 0, 2),
+        ("format", 'srun+"odd"\\%b%%', 0, 0),
+        ("host", None, 3, 6),
+        ("level", "节点 {a} \n", 0, 0),
+        ("pct", None, 7, 10),
+        ("k\"ey", None, 12, 14),
+        ("zh", None, 15, 20),
+    ]
+    context = _context_builder(items)(text)
+    assert context == {"rank": "r7", "format": 'srun+"odd"\\%b%%', "host": '"q"', "level": "节点 {a} \n",
+                       "pct": "50%", "k\"ey": "\\x", "zh": "节点{a}"}
+    assert _context_json_builder(items)(text) == orjson.dumps(context)
