@@ -12,7 +12,7 @@ import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from indexer import paths
 from indexer.calibration import REGEX_CONFIDENCE, Calibrator

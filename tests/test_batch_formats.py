@@ -6,9 +6,8 @@ import json
 
 import pytest
 
-from batch_helpers import (
-    AFFINITY_LINE, CDB_LINE, FLUSH_LINE, IB_LINE, UNRELATED, annotate, run_cli, seed_style_lines,
-)
+from batch_helpers import UNRELATED, annotate, run_cli, seed_style_lines
+from seed_lines import AFFINITY_LINE, CDB_LINE, FLUSH_LINE, IB_LINE
 from service.batch.engine import Engine
 from service.batch.reader import Chunk
 from service.explainer import CONTRACT_KEYS

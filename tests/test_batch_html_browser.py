@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from batch_helpers import AFFINITY_LINE, annotate, seed_style_lines
+from batch_helpers import annotate, seed_style_lines
+from seed_lines import AFFINITY_LINE
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -14,7 +14,8 @@ import zlib
 
 import pytest
 
-from batch_helpers import AFFINITY_LINE, annotate, seed_style_lines
+from batch_helpers import annotate, seed_style_lines
+from seed_lines import AFFINITY_LINE
 
 FORMATS = ("jsonl", "commented", "html", "summary")
 

@@ -12,8 +12,6 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
-import pytest
-
 from chat_fakes import SEED_AFFINITY, SEED_CDB, FakeChatApis, ServerThread, post, slack_headers
 from service.chat.store import ChatStore, StoredAnswer
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from indexer.kb_loader import load_kb
 from service.evaluate import evaluate, load_labelled

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import httpx
 
-from http_testing import CDB_LINE, IB_LINE, serve
+from http_testing import serve
+from seed_lines import CDB_LINE, IB_LINE
 from service.explainer import CONTRACT_KEYS
 from service.http.settings import Settings
 from service.http.upload_stream import Inflater, LineSplitter, UploadError

@@ -9,7 +9,8 @@ import shutil
 
 import httpx
 
-from http_testing import AFFINITY_LINE, CDB_LINE, FLUSH_LINE, IB_LINE, UNRELATED_LINE, serve
+from http_testing import UNRELATED_LINE, serve
+from seed_lines import AFFINITY_LINE, CDB_LINE, FLUSH_LINE, IB_LINE
 from service.explainer import CONTRACT_KEYS, Explainer
 from service.http.settings import Settings
 

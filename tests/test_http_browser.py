@@ -14,7 +14,8 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from http_testing import AFFINITY_LINE, CDB_LINE, FLUSH_LINE, IB_LINE, UNRELATED_LINE, serve
+from http_testing import UNRELATED_LINE, serve
+from seed_lines import AFFINITY_LINE, CDB_LINE, FLUSH_LINE, IB_LINE
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

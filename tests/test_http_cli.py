@@ -15,7 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from http_testing import CDB_LINE, UNRELATED_LINE
+from http_testing import UNRELATED_LINE
+from seed_lines import CDB_LINE
 from service.cli import build_parser
 from service.http.cli import settings_from_args
 from service.http.settings import Settings, SettingsError

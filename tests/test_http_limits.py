@@ -12,7 +12,8 @@ import httpx
 import numpy as np
 import pytest
 
-from http_testing import CDB_LINE, IB_LINE, UNRELATED_LINE, serve
+from http_testing import UNRELATED_LINE, serve
+from seed_lines import CDB_LINE, IB_LINE
 from service.explainer import Explainer
 from service.http.settings import Settings
 
