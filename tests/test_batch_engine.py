@@ -84,6 +84,14 @@ def test_pointer_letters_that_change_the_answer_are_not_folded_away(pointer_expl
     assert summary.entries["demo.handle_digits"].count == 3 * 2 * 2  # 0x12345678 and 0x55555555
 
 
+def test_pointer_sensitive_shapes_keep_their_per_value_check(pointer_explainer):
+    engine = Engine(pointer_explainer, semantic=False, verify="off")
+    lines = pointer_lines()
+    engine.summarize(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
+    with_pointers = [shape for shape in engine._shapes.values() if shape.runs_at != (0, 0)]
+    assert with_pointers and all(shape.runs_ok is not None for shape in with_pointers)
+
+
 @pytest.fixture(scope="module")
 def generated_log(tmp_path_factory):
     path = tmp_path_factory.mktemp("generated") / "train.log"
@@ -105,6 +113,17 @@ def test_generated_training_log_gets_the_spine_answer_on_every_line(explainer, g
     assert mismatched == []
     _, fast = annotate(explainer, [str(generated_log)], "summary", semantic=False)
     assert fast.to_json() == summary.to_json()
+
+
+def test_nccl_pointer_shapes_are_settled_once_for_every_pointer(explainer, generated_log):
+    """The comm pointers of the generated log change no KB decision, and the engine proves it
+    per shape (``pointer_blind``) instead of checking each new pointer value."""
+    lines = generated_log.read_text(encoding="utf-8").splitlines()
+    engine = Engine(explainer, semantic=False, verify="off")
+    engine.summarize(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
+    with_pointers = [shape for shape in engine._shapes.values() if shape.runs_at != (0, 0)]
+    blind = [shape for shape in with_pointers if shape.runs_ok is None]
+    assert len(with_pointers) >= 10 and len(blind) == len(with_pointers)
 
 
 def test_compiled_context_builders_equal_the_dict_and_its_json_for_awkward_values():

@@ -33,6 +33,7 @@ from indexer.calibration import REGEX_CONFIDENCE
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
 from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, placeholders
 from service.batch.digit_closure import ZERO_X_HAZARD, digit_closure, digit_hazard, line_shape
+from service.batch.pointer_blind import marked, prefilter, probe
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
 
@@ -290,7 +291,7 @@ class Engine:
         )
         # Lines with a non-zero digit before "x"+hex always take the slow path (the masks need
         # it, and it lets KB patterns' literal "0x" count as digit-closed: see digit_closure).
-        self._hazard = _hazard([rx.pattern for rx, _ in MASKS], extra=[ZERO_X_HAZARD])
+        self._hazard = _hazard([rx.pattern for rx, _ in MASKS])
         # Digit-specific KB entries (a literal digit, a class like [1-9], in the pattern or a
         # context rule): if the digit closure of the pattern can match a shape, lines of that
         # shape are checked one by one against the real pattern (one RE2 search), and a line
@@ -316,13 +317,13 @@ class Engine:
         # For lines whose pointers differ from their shape's first line: every KB pattern and
         # every digit closure in one set, so one pass tells whether the decision could change
         # (a digit closure accepts all digits alike, so it may run on the raw message).
+        self._pointer_patterns = [entry.pattern for entry in explainer.entries] + self._closures
         self._pointer_set = re2.Set.SearchSet(_SET_OPTIONS)
-        for entry in explainer.entries:
-            self._pointer_set.Add(entry.pattern)
-        for closure in self._closures:
-            self._pointer_set.Add(closure)
+        for pattern in self._pointer_patterns:
+            self._pointer_set.Add(pattern)
         if explainer.entries:
             self._pointer_set.Compile()
+        self._blind_set: Any = None  # their pointer_blind prefilters, built on first need
 
     # ---- shapes -----------------------------------------------------------------------------
     def _new_shape(self, key: bytes, text: str) -> Shape:
@@ -330,12 +331,19 @@ class Engine:
             self._shapes.clear()  # memory stays flat; shapes are relearned as they recur
             self._remembered = self._unchecked = 0
         normalized = normalize_line(text)
-        relevant = self._relevant(normalized.message)
-        shape = self._learn_normalization(text, normalized)
+        shape = self._learn(text, normalized)
+        if shape.runs_ok is not None and shape.template is None and self._pointer_blind(shape, normalized.message):
+            shape.runs_ok = None  # no pointer value can change this shape's answer
         self._shapes[key] = shape
         self._learned += 1
         shape.checked = not self._should_verify()
         self._unchecked += not shape.checked
+        return shape
+
+    def _learn(self, text: str, normalized: NormalizedLine) -> Shape:
+        """Everything about a shape that its first line can tell."""
+        relevant = self._relevant(normalized.message)
+        shape = self._learn_normalization(text, normalized)
         if relevant:
             shape.checks = (relevant, self._outcomes(relevant, normalized.message, normalized.context))
             shape.checks_context = any(self._digit_specific[i] for i in relevant)
@@ -399,6 +407,32 @@ class Engine:
     def _pointer_hits(self, message: str) -> frozenset:
         """Which KB patterns and digit closures occur in ``message`` (before context rules)."""
         return frozenset(self._pointer_set.Match(message) or ()) if self.explainer.entries else frozenset()
+
+    def _pointer_blind(self, shape: Shape, message: str) -> bool:
+        """Whether every line of the shape gets its first line's decision whatever its
+        pointers (see ``pointer_blind``): same KB hits and digit closures, same group spans."""
+        made = probe(message)
+        if made is None:
+            return False
+        w, text = made
+        if self._blind_set is None:
+            self._blind_set = re2.Set.SearchSet(_SET_OPTIONS)
+            for pattern in self._pointer_patterns:
+                self._blind_set.Add(prefilter(pattern))
+            self._blind_set.Compile()
+        candidates = set(self._blind_set.Match(text) or ())
+        if not shape.pointer_hits <= candidates:
+            return False  # RE2 and the prefilter disagree: leave it to the per-value check
+        for index in candidates:
+            rewrite = marked(self._pointer_patterns[index], w)
+            match = rewrite.match_on(text) if rewrite is not None else False
+            if match is False or (match is not None) != (index in shape.pointer_hits):
+                return False
+            if index == shape.entry and shape.spans is not None:
+                names = self._python_twin(index).groupindex
+                if any(match.span(name) != shape.regs[g] for name, g in names.items()):  # type: ignore[union-attr, index]
+                    return False
+        return True
 
     def _runs_ok(self, shape: Shape, text: str, message: str) -> bool:
         """Whether a line whose pointers differ from its shape's first line still gets the same
@@ -575,7 +609,8 @@ class Engine:
 
     def annotate(self, chunk: Chunk, need_context: bool = True) -> Annotated:
         lines = chunk.data.split(b"\n")
-        shapes = _fold(line_shape(chunk.data)).split(b"\n")
+        shaped = line_shape(chunk.data)
+        shapes = _fold(shaped).split(b"\n")
         texts, undecodable, _ = _decode(chunk.data, lines)
         n = len(lines)
         answers: list[Answer | None] = [None] * n
@@ -587,7 +622,7 @@ class Engine:
         known_cache = self._messages
         shape_cache = self._shapes
         constraint = bool(self._constraint_keys)
-        hazards = self._hazard_lines(chunk.data)
+        hazards = self._hazard_lines(chunk.data, shaped)
         for i in range(n):
             text = texts[i]
             shape = _SLOW if i in hazards else shape_cache.get(shapes[i])
@@ -674,14 +709,19 @@ class Engine:
         annotated.summary = self._tally(chunk, texts, answers, undecodable)  # type: ignore[arg-type]
         return annotated
 
-    def _hazard_lines(self, data: bytes) -> set[int]:
-        """Lines whose digits a digit-specific mask rule could treat unlike their shape-mates;
-        they take the slow path and never teach a shape."""
+    def _hazard_lines(self, data: bytes, shaped: bytes) -> set[int]:
+        """Lines whose digits a digit-specific mask rule could treat unlike their shape-mates,
+        or with a non-zero digit before ``x`` and a hex digit (``ZERO_X_HAZARD``); they take
+        the slow path and never teach a shape. ``shaped`` is ``line_shape(data)``: where it has
+        no more ``0x`` than ``data``, no ``[1-9]x`` exists and the regex scan is skipped."""
         found: set[int] = set()
         if self._hazard is _ALWAYS:
             return set(range(data.count(b"\n") + 1))
-        if self._hazard is not None:
-            for match in self._hazard.finditer(data):
+        scans = [self._hazard] if self._hazard is not None else []
+        if shaped.count(b"0x") != data.count(b"0x"):
+            scans.append(_ZERO_X)
+        for scan in scans:
+            for match in scan.finditer(data):
                 found.add(data.count(b"\n", 0, match.start()))
         return found
 
@@ -732,20 +772,21 @@ class Engine:
     def summarize(self, chunk: Chunk) -> Summary:
         """The summary of a chunk without annotating each line.
 
-        Lines are counted by raw shape (digits zeroed, pointers kept) in C; Python then visits
-        each distinct raw shape once (a few thousand per chunk however many lines): its shape's
-        answer, or its pointers checked once, stand for all its lines. Only lines whose answer
-        can differ within a raw shape (digit-specific KB entries, shapes the fast path cannot
-        slice) are annotated one by one.
+        Lines are counted by shape in C (translate, split, ``Counter``); Python then visits each
+        distinct shape once (a few dozen per chunk however many lines): its answer stands for
+        all its lines. Only lines whose answer can differ within a shape (digit-specific KB
+        entries, pointer-sensitive shapes, shapes the fast path cannot slice) are annotated one
+        by one.
         """
         data = chunk.data
-        if self._hazard_lines(data):
+        shaped = line_shape(data)
+        if self._hazard_lines(data, shaped):
             return self.annotate(chunk, need_context=False).summary
-        raw_list = line_shape(data).split(b"\n")
-        counts = Counter(raw_list)
-        n = len(raw_list)
-        last = dict(zip(raw_list, range(n)))
-        first = dict(zip(reversed(raw_list), range(n - 1, -1, -1)))
+        keys = _fold(shaped).split(b"\n")
+        counts = Counter(keys)
+        n = len(keys)
+        last = dict(zip(keys, range(n)))
+        first = dict(zip(reversed(keys), range(n - 1, -1, -1)))
         lines: list[bytes] | None = None
 
         def text_at(i: int) -> str:
@@ -757,43 +798,35 @@ class Engine:
         tally: dict[Answer, list[int]] = {}  # answer -> [count, first, last] (chunk indices)
         per_line: set[bytes] = set()
         waiting: dict[Shape, list[bytes]] = {}
-        for raw, count in counts.items():
-            key = _fold(raw)
+        for key, count in counts.items():
             shape = self._shapes.get(key)
-            text = None
             if shape is None:
-                text = text_at(first[raw])
-                shape = self._new_shape(key, text)
-            if shape.checks is not None or not shape.fast or shape.mode == BY_MESSAGE:
-                per_line.add(raw)  # a digit-specific entry may split it, or no fixed slices
+                shape = self._new_shape(key, text_at(first[key]))
+            if shape.checks is not None or not shape.fast or shape.mode == BY_MESSAGE or shape.runs_ok is not None:
+                per_line.add(key)  # a digit-specific entry or a pointer may split it, or no fixed slices
                 continue
-            if shape.runs_ok is not None:
-                text = text or text_at(first[raw])
-                if not self._runs_ok(shape, text, text[shape.lead:shape.end]):
-                    per_line.add(raw)  # these pointers change the decision: the spine decides
-                    continue
             answer = shape.answer
             if answer is None and shape.mode == FIELDS:
                 # Fields vary, the entry does not: one answer stands for the shape's count.
                 if shape.sample is None:
-                    text = text or text_at(first[raw])
+                    text = text_at(first[key])
                     shape.sample = self._fields_answer(shape, text[shape.lead:shape.end])[0]
                 answer = shape.sample
             if answer is None:  # PENDING: unknown to the regex tier, resolved below in one batch
-                waiting.setdefault(shape, []).append(raw)
+                waiting.setdefault(shape, []).append(key)
                 continue
-            _count(tally, answer, count, first[raw], last[raw])
+            _count(tally, answer, count, first[key], last[key])
         if waiting:
             shapes = list(waiting)
             resolved = self._resolve([text_at(first[waiting[s][0]]) for s in shapes], [s.template for s in shapes])
             for shape, answer in zip(shapes, resolved):
                 self._settle(shape, answer)
-                for raw in waiting[shape]:
-                    _count(tally, answer, counts[raw], first[raw], last[raw])
+                for key in waiting[shape]:
+                    _count(tally, answer, counts[key], first[key], last[key])
         if per_line:
             if lines is None:
                 lines = data.split(b"\n")
-            index = [i for i, raw in enumerate(raw_list) if raw in per_line]
+            index = [i for i, key in enumerate(keys) if key in per_line]
             annotated = self.annotate(
                 Chunk(chunk.source, 0, b"\n".join(lines[i] for i in index), len(index)), need_context=False
             )
@@ -812,15 +845,19 @@ class Engine:
 # Pointers (``comm 0x7f3a5c00b2d0``) are folded into the shape key letters and all, keeping
 # the length: NCCL prints a fresh one per rank and communicator, and without folding every
 # one of them would make a new shape to learn. ``Engine._runs_ok`` makes the fold safe.
-_POINTER = re.compile(rb"0x[0-9a-f]{4,}")
+_POINTERS = re.compile(rb"(0x[0-9a-f]{4,})")
 _POINTER_TEXT = re.compile(r"0x[0-9a-f]{4,}")
+_HEX_FOLD = bytes.maketrans(b"abcdef", b"000000")
 
 
 def _fold(shape_data: bytes) -> bytes:
-    """Shape keys of a buffer with every pointer's hex letters zeroed (same length)."""
+    """Shape keys of a buffer with every pointer's hex letters zeroed (same length): the
+    pointers are split out, translated in one pass, and put back, all in C."""
     if b"0x" not in shape_data:
         return shape_data
-    return _POINTER.sub(lambda m: b"0x" + b"0" * (m.end() - m.start() - 2), shape_data)
+    parts = _POINTERS.split(shape_data)
+    parts[1::2] = b"\n".join(parts[1::2]).translate(_HEX_FOLD).split(b"\n")  # no pointer holds a newline
+    return b"".join(parts)
 _SLOW = Shape(fast=False, mode=BY_MESSAGE, checked=True)
 _ALWAYS = re.compile(b"")
 
@@ -847,23 +884,28 @@ def _context_json_builder(items: list[tuple]) -> Any:
     return eval(f"lambda t, d=d: {template!r} % ({''.join(a + ', ' for a in args)})", {"d": orjson.dumps})  # noqa: S307
 
 
-def _hazard(patterns: list[str], extra: list[str] = ()) -> Any:
-    """One bytes regex over all digit-specific patterns' hazards (None: nothing to fear).
+_ZERO_X = re2.compile(ZERO_X_HAZARD.encode())
+# A hazard that starts with ZERO_X_HAZARD's three atoms and has no alternation is found
+# wherever ZERO_X_HAZARD is (the hex mask's own hazard is one).
+_IMPLIED_BY_ZERO_X = re.compile(r"\(\?:\[123456789\]x\[0-9a-fA-F\][^|]*\)")
+
+
+def _hazard(patterns: list[str]) -> Any:
+    """One bytes regex over all digit-specific patterns' hazards (None: nothing to fear) but
+    those that ``ZERO_X_HAZARD``, always scanned for, implies.
 
     Word-boundary assertions are dropped: the masks see a message whose neighbours may have
     been replaced already, so the hazard must not depend on them (dropping only widens it).
     """
-    variants = list(extra)
+    variants = []
     for pattern in patterns:
         hazard = digit_hazard(pattern)
         if hazard == "":
             return _ALWAYS
-        if hazard:
+        if hazard and not _IMPLIED_BY_ZERO_X.fullmatch(hazard.replace("\\b", "")):
             variants.append(hazard.replace("\\b", ""))
     if not variants:
         return None
-    import re2
-
     joined = "|".join(variants).encode()
     try:
         return re2.compile(joined)  # a DFA scan: ~10x faster than re over a whole chunk
