@@ -84,6 +84,22 @@ def test_pointer_letters_that_change_the_answer_are_not_folded_away(pointer_expl
     assert summary.entries["demo.handle_digits"].count == 3 * 2 * 2  # 0x12345678 and 0x55555555
 
 
+def test_a_nonzero_digit_before_x_is_not_taken_for_a_pointer(explainer):
+    """``1x7f3a5c00b2d0`` has the shape of ``0x7f3a5c00b2d0`` but is no pointer to the KB or
+    the masks, and the shape is pointer-blind: only the ``[1-9]x`` hazard sends such lines down
+    the slow path, in annotate and in summary alike."""
+    lines = [PREFIX.format(n=n) + f"comm {lead}x7f3a5c00b2d0 rank {n} nranks 16 cudaDev {n} busId {n}000 - Init COMPLETE"
+             for n in range(4) for lead in "0170"]
+    expected = explainer.explain_many(lines, semantic=False)
+    assert [record["known"] for record in expected[:4]] == [True, False, False, True]
+    data = "\n".join(lines).encode()
+    annotated = Engine(explainer, semantic=False, verify="off").annotate(Chunk(0, 1, data, len(lines)))
+    assert [annotated.record(i) for i in range(len(lines))] == expected
+    summary = Engine(explainer, semantic=False, verify="off").summarize(Chunk(0, 1, data, len(lines)))
+    assert summary.to_json() == annotated.summary.to_json()
+    assert summary.entries[expected[0]["pattern_id"]].count == 8
+
+
 def test_pointer_sensitive_shapes_keep_their_per_value_check(pointer_explainer):
     engine = Engine(pointer_explainer, semantic=False, verify="off")
     lines = pointer_lines()

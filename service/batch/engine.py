@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 import orjson
 import re2
 
@@ -609,8 +610,7 @@ class Engine:
 
     def annotate(self, chunk: Chunk, need_context: bool = True) -> Annotated:
         lines = chunk.data.split(b"\n")
-        shaped = line_shape(chunk.data)
-        shapes = _fold(shaped).split(b"\n")
+        shapes = _fold(line_shape(chunk.data)).split(b"\n")
         texts, undecodable, _ = _decode(chunk.data, lines)
         n = len(lines)
         answers: list[Answer | None] = [None] * n
@@ -622,7 +622,7 @@ class Engine:
         known_cache = self._messages
         shape_cache = self._shapes
         constraint = bool(self._constraint_keys)
-        hazards = self._hazard_lines(chunk.data, shaped)
+        hazards = self._hazard_lines(chunk.data)
         for i in range(n):
             text = texts[i]
             shape = _SLOW if i in hazards else shape_cache.get(shapes[i])
@@ -709,16 +709,15 @@ class Engine:
         annotated.summary = self._tally(chunk, texts, answers, undecodable)  # type: ignore[arg-type]
         return annotated
 
-    def _hazard_lines(self, data: bytes, shaped: bytes) -> set[int]:
+    def _hazard_lines(self, data: bytes) -> set[int]:
         """Lines whose digits a digit-specific mask rule could treat unlike their shape-mates,
         or with a non-zero digit before ``x`` and a hex digit (``ZERO_X_HAZARD``); they take
-        the slow path and never teach a shape. ``shaped`` is ``line_shape(data)``: where it has
-        no more ``0x`` than ``data``, no ``[1-9]x`` exists and the regex scan is skipped."""
+        the slow path and never teach a shape."""
         found: set[int] = set()
         if self._hazard is _ALWAYS:
             return set(range(data.count(b"\n") + 1))
         scans = [self._hazard] if self._hazard is not None else []
-        if shaped.count(b"0x") != data.count(b"0x"):
+        if _digit_before_x(data):
             scans.append(_ZERO_X)
         for scan in scans:
             for match in scan.finditer(data):
@@ -779,10 +778,9 @@ class Engine:
         by one.
         """
         data = chunk.data
-        shaped = line_shape(data)
-        if self._hazard_lines(data, shaped):
+        if self._hazard_lines(data):
             return self.annotate(chunk, need_context=False).summary
-        keys = _fold(shaped).split(b"\n")
+        keys = _fold(line_shape(data)).split(b"\n")
         counts = Counter(keys)
         n = len(keys)
         last = dict(zip(keys, range(n)))
@@ -888,6 +886,14 @@ _ZERO_X = re2.compile(ZERO_X_HAZARD.encode())
 # A hazard that starts with ZERO_X_HAZARD's three atoms and has no alternation is found
 # wherever ZERO_X_HAZARD is (the hex mask's own hazard is one).
 _IMPLIED_BY_ZERO_X = re.compile(r"\(\?:\[123456789\]x\[0-9a-fA-F\][^|]*\)")
+
+
+def _digit_before_x(data: bytes) -> bool:
+    """Whether some ``x`` follows a non-zero digit: numpy's vector compares find the few ``x``
+    in ~50 ms per 227 MB, where a regex scan for ``ZERO_X_HAZARD`` takes ~270 ms."""
+    buffer = np.frombuffer(data, np.uint8)
+    before = buffer[np.flatnonzero(buffer[1:] == ord("x"))]
+    return bool(np.any((before >= ord("1")) & (before <= ord("9"))))
 
 
 def _hazard(patterns: list[str]) -> Any:
