@@ -11,8 +11,9 @@ import sys
 import pytest
 import yaml
 
-from batch_helpers import REPO, annotate
+from batch_helpers import REPO, annotate, seed_style_lines
 from service.batch.engine import Engine
+from service.batch.pipeline import settle_deferred
 from service.batch.reader import Chunk
 from service.explainer import Explainer
 
@@ -163,3 +164,40 @@ def test_compiled_context_builders_equal_the_dict_and_its_json_for_awkward_value
     assert context == {"rank": "r7", "format": 'srun+"odd"\\%b%%', "host": '"q"', "level": "节点 {a} \n",
                        "pct": "50%", "k\"ey": "\\x", "zh": "节点{a}"}
     assert _context_json_builder(items)(text) == orjson.dumps(context)
+
+
+# Lines the regex tier does not know and the semantic tier does (KB examples, cut short).
+SEMANTIC_ONLY = [
+    "The following values were not passed to `accelerate launch` and had defaults used",
+    "More than one GPU was found, enabling multi-GPU",
+]
+
+
+def test_deferred_semantic_answers_are_filed_as_the_engine_would_have(explainer, monkeypatch):
+    """With ``defer_semantic`` a summary names the unknown templates instead of embedding them
+    (no model in the worker); ``settle_deferred`` then gives the summary of a plain engine."""
+    lines = seed_style_lines() + [f"[rank{r}]: {line}" for r in range(3) for line in SEMANTIC_ONLY]
+    chunk = Chunk(0, 1, "\n".join(lines).encode(), len(lines))
+    plain = Engine(explainer, semantic=True).summarize(chunk)
+    assert {"accelerate.launch.defaults_header", "accelerate.launch.multi_gpu_enabled"} <= set(plain.entries)
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a deferring engine asked the semantic tier")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(explainer, "_semantic_answers", no_model)
+        deferred = Engine(explainer, semantic=True, defer_semantic=True).summarize(chunk)
+    assert len(deferred.deferred) >= 3 and not deferred.templates
+    settle_deferred(deferred, explainer)
+    assert not deferred.deferred
+    assert deferred.to_json() == plain.to_json()
+
+
+def test_j2_summary_equals_j1_with_the_semantic_tier(explainer, tmp_path):
+    path = tmp_path / "train.log"
+    lines = seed_style_lines() * 20 + [f"[rank{r}]: {line}" for r in range(40) for line in SEMANTIC_ONLY]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _, one = annotate(explainer, [str(path)], "summary", jobs=1)
+    _, two = annotate(explainer, [str(path)], "summary", jobs=2)
+    assert one.entries["accelerate.launch.multi_gpu_enabled"].count == 40
+    assert two.to_json() == one.to_json()

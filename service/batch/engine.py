@@ -57,6 +57,7 @@ MESSAGE_LIMIT = 20_000
 TEXTS_LIMIT = 20_000
 RUNS_LIMIT = 4_096  # pointer values remembered per shape
 REMEMBERED_LIMIT = 200_000  # field value sets remembered over all shapes
+DEFER_CHARS = 2000  # longest line whose semantic answer may be deferred (embedding_text's cut)
 
 
 class Answer:
@@ -68,7 +69,8 @@ class Answer:
     answers are born as JSON (``head``) and become a dict only if a writer asks for ``data``.
     """
 
-    __slots__ = ("_data", "key", "template", "rank", "known", "role", "_uid", "_json", "head", "fields_json", "tail")
+    __slots__ = ("_data", "key", "template", "rank", "known", "role", "_uid", "_json", "head", "fields_json", "tail",
+                 "deferred")
 
     def __init__(self, answer: dict, template: str | None, tail: bytes | None = None) -> None:
         self._data: dict | None = {k: answer[k] for k in CONTRACT_KEYS if k not in ("line", "context")}
@@ -83,6 +85,7 @@ class Answer:
         self.tail = tail if tail is not None else orjson.dumps({"candidates": answer["candidates"]})[1:-1]
         self._uid: bytes | None = None
         self._json: bytes | None = None
+        self.deferred = False  # unknown, and the semantic tier is left to the summary's owner
 
     @classmethod
     def per_line_fields(cls, head: bytes, pattern_id: str, severity: str, role: str, tail: bytes) -> "Answer":
@@ -100,6 +103,7 @@ class Answer:
         answer.tail = tail
         answer._uid = None
         answer._json = None
+        answer.deferred = False
         return answer
 
     @property
@@ -267,11 +271,19 @@ class Annotated:
 class Engine:
     """Annotate chunks with one ``Explainer``; one engine per process (it is not thread-safe)."""
 
-    def __init__(self, explainer: Any, semantic: bool = True, verify: str = "sample") -> None:
+    def __init__(self, explainer: Any, semantic: bool = True, verify: str = "sample", defer_semantic: bool = False) -> None:
         """``verify``: check the first line of each new shape against a full spine call
-        ("all"), of the first 256 and then every 64th ("sample"), or never ("off")."""
+        ("all"), of the first 256 and then every 64th ("sample"), or never ("off").
+
+        ``defer_semantic`` (summaries only): lines the regex tier cannot answer are counted
+        per template in ``Summary.deferred`` instead of being embedded here, so ``-j`` workers
+        do not each load the model; whoever merges the summaries asks the semantic tier once.
+        Only lines of at most ``DEFER_CHARS`` are deferred: for those the embedded text is a
+        function of the template, so one example answers for all.
+        """
         self.explainer = explainer
         self.semantic = semantic
+        self.defer_semantic = defer_semantic and semantic
         self.verify = verify
         self.mismatches = 0
         self._learned = 0
@@ -510,11 +522,20 @@ class Engine:
 
     def _resolve(self, texts: list[str], templates: list[str | None]) -> list[Answer]:
         """Answers for distinct lines straight from the spine (one batch for the semantic tier)."""
-        answers = self.explainer.explain_many(texts, semantic=self.semantic)
-        return [
-            Answer(a, None if a["known"] else (template or self.explainer.template(text)))
-            for a, text, template in zip(answers, texts, templates)
-        ]
+        defer = [self.defer_semantic and len(text) <= DEFER_CHARS for text in texts]
+        answers: list[dict] = [{}] * len(texts)
+        for deferring in (False, True):
+            chosen = [i for i, d in enumerate(defer) if d is deferring]
+            if chosen:
+                found = self.explainer.explain_many([texts[i] for i in chosen], semantic=self.semantic and not deferring)
+                for i, a in zip(chosen, found):
+                    answers[i] = a
+        resolved = []
+        for a, text, template, deferring in zip(answers, texts, templates, defer):
+            answer = Answer(a, None if a["known"] else (template or self.explainer.template(text)))
+            answer.deferred = deferring and not a["known"]
+            resolved.append(answer)
+        return resolved
 
     def _outcomes(self, relevant: frozenset, message: str, context: dict) -> frozenset:
         """Which of the ``relevant`` digit-specific entries match a line (one RE2 set pass)."""
@@ -735,7 +756,8 @@ class Engine:
             seen.add(key)
             shape.checked = True
             self._unchecked -= 1
-            expected = self.explainer.explain_many([texts[i]], semantic=self.semantic)[0]
+            semantic = self.semantic and not annotated.answers[i].deferred  # its owner asks later
+            expected = self.explainer.explain_many([texts[i]], semantic=semantic)[0]
             got = annotated.record(i)
             if contexts is None:
                 got["context"] = expected["context"]
@@ -974,6 +996,9 @@ def _count(tally: dict, answer: Answer, count: int, first: int, last: int) -> No
 
 
 def _add(summary: Summary, source: int, answer: Answer, count: int, first: int, last: int, example: str) -> None:
+    if answer.deferred:
+        summary.add_deferred(answer.template or "", count, (source, first), (source, last), example)
+        return
     kind, key = answer.key
     if kind == "k":
         summary.add_known(key, count, (source, first), (source, last), answer.meta())

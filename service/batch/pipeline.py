@@ -149,9 +149,9 @@ def _park_dir() -> str | None:
         return None
 
 
-def _worker_init(explainer: Any, semantic: bool, turns: _Turns | None) -> None:
+def _worker_init(explainer: Any, semantic: bool, turns: _Turns | None, defer: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
-    _WORKER["engine"] = Engine(explainer, semantic=semantic)
+    _WORKER["engine"] = Engine(explainer, semantic=semantic, defer_semantic=defer)
     _WORKER["turns"] = turns
 
 
@@ -175,6 +175,37 @@ def _output_fd(writer: Writer, options: Options) -> int | None:
         return None
     out.flush()
     return fd
+
+
+def settle_deferred(summary: Summary, explainer: Any) -> None:
+    """Ask the semantic tier, in one batch, about the templates ``-j`` summary workers left
+    unanswered (``Engine(defer_semantic=True)``), and count each under the entry it names or as
+    an unknown template, as a worker would have. One model load for the run instead of one per
+    worker (~0.3 s of CPU and ~280 MB each)."""
+    if not summary.deferred:
+        return
+    items = sorted(summary.deferred.items(), key=lambda item: item[1].first)  # first seen, first filed
+    answers = explainer.explain_many([stat.example for _, stat in items], semantic=True)
+    for (template, stat), answer in zip(items, answers):
+        if answer["known"]:
+            meta = {key: answer[key] for key in ("severity", "component", "role", "title")}
+            summary.add_known(answer["pattern_id"], stat.count, stat.first, stat.last, meta)
+        else:
+            summary.add_unknown(template, stat.count, stat.first, stat.last, stat.example)
+    summary.deferred.clear()
+
+
+def _warm_up(explainer: Any, example: str) -> threading.Thread:
+    """Load the semantic tier in the background while the workers go on (answers are cached,
+    so the final ``settle_deferred`` finds this one ready)."""
+
+    def load() -> None:
+        with contextlib.suppress(Exception):  # settle_deferred reports any failure itself
+            explainer.explain_many([example], semantic=True)
+
+    thread = threading.Thread(target=load, name="explainlog-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def _items(sources: list[Source], limits: Limits, progress: Progress) -> Iterator[tuple]:
@@ -212,8 +243,12 @@ def annotate_sources(
     pool = None
     engine = None
     park: str | None = None
+    # -j summaries: workers defer the semantic tier to this process (see settle_deferred)
+    defer = jobs > 1 and options.format == "summary" and options.semantic
+    warm: threading.Thread | None = None
 
     def handle(item: tuple, result: ChunkResult | None = None) -> None:
+        nonlocal warm
         kind = item[0]
         if kind == "begin":
             writer.begin_source(item[2])
@@ -228,6 +263,8 @@ def annotate_sources(
                 writer.write(chunk.data, result)  # type: ignore[arg-type]
                 summary.merge(result.summary)  # type: ignore[union-attr]
             progress.add_lines(chunk.n_lines)
+            if summary.deferred and warm is None:
+                warm = _warm_up(explainer, next(iter(summary.deferred.values())).example)
 
     try:
         if jobs <= 1:
@@ -242,7 +279,7 @@ def annotate_sources(
             fd = _output_fd(writer, options)
             park = _park_dir() if fd is not None else None
             turns = _Turns(context, fd, park) if fd is not None else None
-            pool = context.Pool(jobs, initializer=_worker_init, initargs=(explainer, options.semantic, turns))
+            pool = context.Pool(jobs, initializer=_worker_init, initargs=(explainer, options.semantic, turns, defer))
             window: deque = deque()
             in_flight = seq = 0
             for item in _items(sources, limits, progress):
@@ -274,6 +311,7 @@ def annotate_sources(
         if in_main:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the closing write must not be cut short
         try:
+            settle_deferred(summary, explainer)
             writer.close(summary)
         finally:
             if park is not None:

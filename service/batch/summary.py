@@ -50,6 +50,10 @@ class Summary:
     # per-line notes aggregated per (source, kind): [count, first line]
     notes: dict[tuple[int, str], list[int]] = field(default_factory=dict)
     interrupted: bool = False
+    # Unknown to the regex tier, semantic tier not asked yet (template -> stat, with the whole
+    # first line as example): ``-j`` summary workers leave these to the parent, which asks once
+    # for all of them (``pipeline.settle_deferred``) before anything is written.
+    deferred: dict[str, TemplateStat] = field(default_factory=dict)
 
     # ---- building ---------------------------------------------------------------------------
     def ensure_file(self, index: int, name: str) -> None:
@@ -82,6 +86,16 @@ class Summary:
             stat.first, stat.example = first, example[:500]
         stat.last = max(stat.last, last)
 
+    def add_deferred(self, key: str, count: int, first: Location, last: Location, example: str) -> None:
+        stat = self.deferred.get(key)
+        if stat is None:
+            self.deferred[key] = TemplateStat(count, first, last, example)
+            return
+        stat.count += count
+        if first < stat.first:
+            stat.first, stat.example = first, example
+        stat.last = max(stat.last, last)
+
     def add_note(self, source: int, kind: str, line: int, count: int = 1) -> None:
         note = self.notes.get((source, kind))
         if note is None:
@@ -101,6 +115,8 @@ class Summary:
             self.add_known(pattern_id, stat.count, stat.first, stat.last, stat.__dict__)
         for template, tstat in other.templates.items():
             self.add_unknown(template, tstat.count, tstat.first, tstat.last, tstat.example)
+        for key, tstat in other.deferred.items():
+            self.add_deferred(key, tstat.count, tstat.first, tstat.last, tstat.example)
         self.untracked_unknown += other.untracked_unknown
         self.problems.extend(other.problems)
         for (source, kind), (count, line) in other.notes.items():
