@@ -201,3 +201,17 @@ def test_j2_summary_equals_j1_with_the_semantic_tier(explainer, tmp_path):
     _, two = annotate(explainer, [str(path)], "summary", jobs=2)
     assert one.entries["accelerate.launch.multi_gpu_enabled"].count == 40
     assert two.to_json() == one.to_json()
+
+
+def test_summary_checks_digit_specific_entries_per_message(explainer):
+    """``p2p`` is a literal in the KB pattern: ``p3p`` lines have the same shape but no entry,
+    so the summary checks each distinct message rather than trusting the shape."""
+    lines = [f"host-{n}:11:22 [{n % 8}] NCCL INFO 4 coll channels, 4 p{p}p channels, 1 p2p channels per peer"
+             for n in range(30) for p in ("2", "2", "3")]
+    chunk = Chunk(0, 1, "\n".join(lines).encode(), len(lines))
+    engine = Engine(explainer, semantic=False, verify="off")
+    fast = engine.summarize(chunk)
+    assert any(shape.checks is not None for shape in engine._shapes.values())  # the path under test
+    tally = Engine(explainer, semantic=False, verify="off").annotate(chunk).summary
+    assert fast.to_json() == tally.to_json()
+    assert fast.known_lines == 60 and sum(t.count for t in fast.templates.values()) == 30

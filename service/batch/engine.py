@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from itertools import compress
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -795,9 +796,9 @@ class Engine:
 
         Lines are counted by shape in C (translate, split, ``Counter``); Python then visits each
         distinct shape once (a few dozen per chunk however many lines): its answer stands for
-        all its lines. Only lines whose answer can differ within a shape (digit-specific KB
-        entries, pointer-sensitive shapes, shapes the fast path cannot slice) are annotated one
-        by one.
+        all its lines. Lines of shapes that digit-specific KB entries may split are checked per
+        distinct message; only lines whose answer can differ within a shape otherwise
+        (pointer-sensitive shapes, shapes the fast path cannot slice) are annotated one by one.
         """
         data = chunk.data
         if self._hazard_lines(data):
@@ -817,13 +818,15 @@ class Engine:
 
         tally: dict[Answer, list[int]] = {}  # answer -> [count, first, last] (chunk indices)
         per_line: set[bytes] = set()
+        checked: dict[bytes, tuple[Shape, Answer]] = {}  # digit-specific entries may apply: per message
         waiting: dict[Shape, list[bytes]] = {}
         for key, count in counts.items():
             shape = self._shapes.get(key)
             if shape is None:
                 shape = self._new_shape(key, text_at(first[key]))
-            if shape.checks is not None or not shape.fast or shape.mode == BY_MESSAGE or shape.runs_ok is not None:
-                per_line.add(key)  # a digit-specific entry or a pointer may split it, or no fixed slices
+            if (not shape.fast or shape.mode == BY_MESSAGE or shape.runs_ok is not None
+                    or (shape.checks is not None and (shape.checks_context or shape.mode == PENDING))):
+                per_line.add(key)  # a digit-specific context rule or a pointer may split it, or no fixed slices
                 continue
             answer = shape.answer
             if answer is None and shape.mode == FIELDS:
@@ -835,6 +838,9 @@ class Engine:
             if answer is None:  # PENDING: unknown to the regex tier, resolved below in one batch
                 waiting.setdefault(shape, []).append(key)
                 continue
+            if shape.checks is not None:
+                checked[key] = (shape, answer)
+                continue
             _count(tally, answer, count, first[key], last[key])
         if waiting:
             shapes = list(waiting)
@@ -843,23 +849,48 @@ class Engine:
                 self._settle(shape, answer)
                 for key in waiting[shape]:
                     _count(tally, answer, counts[key], first[key], last[key])
-        if per_line:
+        if per_line or checked:
             if lines is None:
                 lines = data.split(b"\n")
-            index = [i for i, key in enumerate(keys) if key in per_line]
+            slow = self._check_lines(tally, keys, lines, per_line, checked)
             annotated = self.annotate(
-                Chunk(chunk.source, 0, b"\n".join(lines[i] for i in index), len(index)), need_context=False
+                Chunk(chunk.source, 0, b"\n".join(lines[i] for i in slow), len(slow)), need_context=False
             )
-            for i, answer in zip(index, annotated.answers):
+            for i, answer in zip(slow, annotated.answers):
                 _count(tally, answer, 1, i, i)
         summary = Summary()
         summary.ensure_file(chunk.source, "")
         summary.lines_per_file[chunk.source] = chunk.n_lines
         base = chunk.first_line
         for answer, (count, first_i, last_i) in sorted(tally.items(), key=lambda item: item[1][1]):
-            _add(summary, chunk.source, answer, count, base + first_i, base + last_i, text_at(first_i))
+            example = text_at(first_i) if not answer.known else ""  # only unknown templates keep one
+            _add(summary, chunk.source, answer, count, base + first_i, base + last_i, example)
         _notes(summary, chunk, _undecodable(data), None)
         return summary
+
+    def _check_lines(self, tally: dict, keys: list[bytes], lines: list[bytes], per_line: set[bytes],
+                     checked: dict[bytes, tuple[Shape, Answer]]) -> list[int]:
+        """Count the lines of ``checked`` shapes whose digit-specific entries match as on the
+        shape's first line (one RE2 set pass per distinct message: NCCL repeats its messages on
+        every rank); return the indices of the rest, and of ``per_line`` shapes, to annotate.
+        A shape's lines are found by ``compress`` over ``key.__eq__``, a loop in C."""
+        every = range(len(keys))
+        slow = [i for key in per_line for i in compress(every, map(key.__eq__, keys))]
+        for key, (shape, answer) in checked.items():
+            index = list(compress(every, map(key.__eq__, keys)))
+            messages = [lines[i].decode("utf-8", "replace")[shape.lead:shape.end] for i in index]
+            relevant, expected = shape.checks  # type: ignore[misc]
+            ok = {m: self._outcomes(relevant, m, {}) == expected for m in set(messages)}
+            if all(ok.values()):
+                _count(tally, answer, len(index), index[0], index[-1])
+                continue
+            for i, message in zip(index, messages):
+                if ok[message]:
+                    _count(tally, answer, 1, i, i)
+                else:
+                    slow.append(i)
+        slow.sort()
+        return slow
 
 
 # Pointers (``comm 0x7f3a5c00b2d0``) are folded into the shape key letters and all, keeping
