@@ -126,6 +126,7 @@ def test_verdicts_on_patterns_like_the_kb():
     assert marked(r"comm 0x7f", w).match_on(text) is False  # a literal pointer prefix
     assert marked(r"(?i)COMM 0X[0-9A-F]+", w).match_on(text)  # case-insensitive classes cover a-f
     assert marked(r"(?<=comm )0x", w) is None  # lookarounds are not reasoned about
+    assert marked(r"comm [[:xdigit:]]+", w) is None  # re would read a POSIX class otherwise
 
 
 def test_no_free_letter_means_no_verdict():

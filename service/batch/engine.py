@@ -36,6 +36,7 @@ from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine
 from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, placeholders
 from service.batch.digit_closure import ZERO_X_HAZARD, digit_closure, digit_hazard, line_shape
 from service.batch.pointer_blind import marked, prefilter, probe
+from service.batch.re_twin import python_twin
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
 
@@ -556,7 +557,7 @@ class Engine:
     def _python_twin(self, index: int) -> Any:
         compiled = self._python_patterns.get(index)
         if compiled is None:
-            compiled = self._python_patterns[index] = _python_twin(self.explainer.entries[index].pattern)
+            compiled = self._python_patterns[index] = python_twin(self.explainer.entries[index].pattern)
         return compiled
 
     def _fields_answer(self, shape: Shape, message: str) -> tuple[Answer, dict]:
@@ -973,22 +974,6 @@ def _hazard(patterns: list[str]) -> Any:
             return re.compile(joined)
         except re.error:
             return _ALWAYS
-
-
-_RE2_ONLY = re.compile(r"\[:|\\[pPCzQE]|\(\?[a-zA-Z]*U")
-
-
-def _python_twin(pattern: str) -> Any:
-    """The KB pattern compiled by Python's ``re`` (ASCII classes, as RE2 has them), for
-    extracting fields with less per-call overhead; False when the syntax is RE2-only (POSIX
-    classes, Unicode classes, \\C, \\z, \\Q, ungreedy flag) or does not compile. Sampled
-    verification against the spine (``Engine.verify``) and the tests guard the equivalence."""
-    if _RE2_ONLY.search(pattern):
-        return False
-    try:
-        return re.compile(pattern, re.ASCII)
-    except re.error:
-        return False
 
 
 def _decode(data: bytes, lines: list[bytes]) -> tuple[list[str], list[int], str]:

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from service.batch.re_twin import python_twin
+
 HEX = "0123456789abcdef"
 # Candidates for W: ASCII word characters (so \b and \w see a pointer character's like) that are
 # not hex digits and not the "x" of "0x"; the first absent from the message is used.
@@ -169,7 +171,10 @@ class _Unsupported(Exception):
 @lru_cache(maxsize=4096)
 def marked(pattern: str, w: str) -> Marked | None:
     """The capturing rewrite of ``pattern`` (as Python's ``re`` reads it, ASCII classes) for
-    ``w``; None when ``re`` cannot read it or it has constructs the argument does not cover."""
+    ``w``; None when ``re`` cannot read it as RE2 does (``python_twin``) or it has constructs
+    the argument does not cover."""
+    if python_twin(pattern) is False:
+        return None
     try:
         parsed = sre_parse.parse(pattern, re.ASCII)
         markers: list[int] = []
