@@ -58,6 +58,18 @@ def with_pointers(rng: random.Random, message: str, spans: list[tuple[int, int]]
     return "".join(chars)
 
 
+def cases(seed: int, count: int):
+    """(pattern, its ``re`` compilation, message, pointer spans) for ``count`` random draws."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        pattern = random_pattern(rng)
+        try:
+            original = re.compile(pattern, re.ASCII)
+        except re.error:
+            continue
+        yield rng, pattern, original, *random_message(rng)
+
+
 def groups(match: re.Match | None, count: int) -> tuple | None:
     """The match's span and its first ``count`` groups' (the rewrite adds markers after them)."""
     return None if match is None else match.regs[:count + 1]
@@ -66,15 +78,8 @@ def groups(match: re.Match | None, count: int) -> tuple | None:
 def test_a_blind_verdict_holds_for_every_pointer_value():
     """Random patterns and messages: whenever the rewrite's match captured no W, the original
     pattern gives that match (or none, when it found none) on lines with other pointers."""
-    rng = random.Random(20261129)
     decided = blind_matches = sensitive = 0
-    for _ in range(4000):
-        pattern = random_pattern(rng)
-        try:
-            original = re.compile(pattern, re.ASCII)
-        except re.error:
-            continue
-        message, spans = random_message(rng)
+    for rng, pattern, original, message, spans in cases(20261129, 4000):
         made = probe(message)
         assert made is not None
         w, text = made
@@ -96,15 +101,8 @@ def test_a_blind_verdict_holds_for_every_pointer_value():
 
 
 def test_the_prefilter_never_drops_a_pattern_that_matches_some_line_of_the_shape():
-    rng = random.Random(7)
     hits = 0
-    for _ in range(3000):
-        pattern = random_pattern(rng)
-        try:
-            original = re.compile(pattern, re.ASCII)
-        except re.error:
-            continue
-        message, spans = random_message(rng)
+    for rng, pattern, original, message, spans in cases(7, 3000):
         _, text = probe(message)  # type: ignore[misc]
         wide = re2.compile(prefilter(pattern))
         for _ in range(6):
