@@ -75,6 +75,32 @@ def test_commented_keeps_the_original_bytes_and_comments_runs_once(explainer, lo
     assert comments and len(chinese) >= 0.8 * len(comments)  # wrapped lines may be all English terms
 
 
+def test_commented_comment_cache_is_bounded_and_clearing_it_changes_nothing(explainer, log, monkeypatch):
+    from service.batch import write_commented
+
+    full, _ = annotate(explainer, [str(log)], "commented", lang="both")
+    sizes: list[int] = []
+    original = write_commented.comment_lines
+
+    def spy(data, langs):
+        sizes.append(len(writers[-1]._cache))
+        return original(data, langs)
+
+    writers: list = []
+    real = write_commented.CommentedWriter.__init__
+
+    def remember(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        writers.append(self)
+
+    monkeypatch.setattr(write_commented, "COMMENT_CACHE_LIMIT", 3)
+    monkeypatch.setattr(write_commented, "comment_lines", spy)
+    monkeypatch.setattr(write_commented.CommentedWriter, "__init__", remember)
+    bounded, _ = annotate(explainer, [str(log)], "commented", lang="both")
+    assert bounded == full
+    assert len(sizes) > 3 and max(sizes) <= 3  # rendered more than 3 answers, never kept more
+
+
 def test_commented_can_hide_context_lines(explainer, log):
     out, _ = annotate(explainer, [str(log)], "commented", lang="en", hide_context=True)
     entries = {e.id: e for e in explainer.entries}

@@ -22,6 +22,10 @@ from service.batch.summary import Summary
 
 RUN_BYTES = 8 << 20
 WIDTH = 100
+# Rendered comments kept by answer uid. Answers whose texts carry per-line values (progress
+# lines, NCCL channels) are mostly distinct, so the cache is cleared when full: memory stays
+# flat in the input size (~1 KB per entry).
+COMMENT_CACHE_LIMIT = 50_000
 
 
 @functools.lru_cache(maxsize=4096)
@@ -110,6 +114,8 @@ class CommentedWriter:
             self._flush()
             comment = self._cache.get(uid)
             if comment is None:
+                if len(self._cache) >= COMMENT_CACHE_LIMIT:
+                    self._cache.clear()
                 comment = self._cache[uid] = comment_lines(orjson.loads(answer_json), langs)
             self._run_key, self._run_comment, self._continued = key, comment, continued
             self._run_lines, self._run_bytes = [line], len(line) + 1
