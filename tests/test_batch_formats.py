@@ -202,3 +202,27 @@ def test_a_fast_path_that_drifts_from_the_spine_is_caught_and_redone(explainer, 
     expected = explainer.explain_many(lines)
     for i, want in enumerate(expected):
         assert annotated.record(i) == want
+
+
+def test_comment_wrapping_equals_textwrap_line_for_line(explainer):
+    """``write_commented.wrap`` replaces textwrap for speed; on random texts (runs of spaces,
+    words longer than a line, Chinese without spaces, tabs and ideographic spaces that take
+    textwrap's own path) and on every KB text it gives textwrap's lines exactly."""
+    import random
+    import textwrap
+
+    from service.batch.write_commented import wrap
+
+    rng = random.Random(3)
+    words = ["a", "bb", "NCCL", "all-reduce", "ZeRO-3", "通信超时", "很长的中文说明没有空格" * 3, "x" * 30, "y" * 130,
+             "0x7f3a5c00b2d0", "—", "\t", "\u3000"]
+    texts = [
+        " " * rng.choice([0, 1, 3, 12]) + "".join(rng.choice(words) + " " * rng.choice([0, 1, 1, 2, 7])
+                                                  for _ in range(rng.randint(0, 25)))
+        for _ in range(40000)
+    ]
+    for text in texts:
+        width = rng.choice([100, 37, 10, 5, 3, 2, 1])
+        assert wrap(text, width) == textwrap.wrap(text, width, break_on_hyphens=False), (text, width)
+    kb_texts = [t for e in explainer.entries for b in (e.title, e.explanation, e.action) if b for t in (b.en, b.zh)]
+    assert [wrap(t) for t in kb_texts] == [textwrap.wrap(t, 100, break_on_hyphens=False) for t in kb_texts]

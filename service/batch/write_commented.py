@@ -28,12 +28,68 @@ WIDTH = 100
 COMMENT_CACHE_LIMIT = 50_000
 
 
+def wrap(text: str, width: int = WIDTH) -> list[str]:
+    """``textwrap.wrap(text, width, break_on_hyphens=False)``, line for line, ~10x faster.
+
+    Comments are most of ``commented``'s time, and texts filled with per-line values are wrapped
+    afresh for many lines. For printable text (no tabs, newlines or non-ASCII spaces, which
+    textwrap first rewrites) this finds each line's end with a few string searches instead of
+    textwrap's loop over every word: the greedy fill takes whole chunks (words and runs of
+    spaces) up to ``width``; a chunk longer than a whole line fills the rest of the current one;
+    a line drops its trailing run of spaces and, after the first line, its leading one.
+    """
+    if not text.isprintable():
+        return textwrap.wrap(text, width, break_on_hyphens=False)
+    lines: list[str] = []
+    pos, n = 0, len(text)
+    while pos < n:
+        if lines and text[pos] == " ":
+            pos = _chunk_end(text, pos)
+            continue
+        end = pos + width
+        if end >= n:
+            line, pos = text[pos:].rstrip(" "), n
+        else:
+            taken = end if (text[end - 1] == " ") != (text[end] == " ") else _chunk_start(text, end, pos)
+            if _chunk_end(text, taken) - taken > width:
+                # The next chunk cannot fit any line: its head fills this one. Only that head is
+                # dropped if it is spaces (or empty, when the line was full already).
+                head = text[taken:end]
+                line, pos = (text[pos:taken] if head[:1] in ("", " ") else text[pos:end]), end
+            else:
+                line, pos = text[pos:taken].rstrip(" "), taken
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _chunk_end(text: str, start: int) -> int:
+    """End of the word or run of spaces that begins at ``start``."""
+    if text[start] == " ":
+        end = start
+        while end < len(text) and text[end] == " ":
+            end += 1
+        return end
+    end = text.find(" ", start)
+    return len(text) if end == -1 else end
+
+
+def _chunk_start(text: str, at: int, floor: int) -> int:
+    """Start (not before ``floor``) of the word or run of spaces that holds ``at``."""
+    if text[at] != " ":
+        return text.rfind(" ", floor, at) + 1 or floor
+    start = at
+    while start > floor and text[start - 1] == " ":
+        start -= 1
+    return start
+
+
 @functools.lru_cache(maxsize=4096)
 def _wrapped(prefix: str, text: str) -> tuple[str, ...]:
     # Chinese has no spaces; textwrap still breaks long runs, which reads fine in a comment.
     # Cached: answers of one entry whose explanation varies by line mostly share the title
     # and action, and wrapping is most of this writer's time.
-    return tuple(f"# {prefix}{line}" for line in textwrap.wrap(text, WIDTH, break_on_hyphens=False)) or (f"# {prefix}",)
+    return tuple(f"# {prefix}{line}" for line in wrap(text)) or (f"# {prefix}",)
 
 
 def comment_lines(data: dict, langs: tuple[str, ...]) -> list[str]:
