@@ -136,3 +136,10 @@ def test_the_prefilter_of_unreadable_syntax_matches_everything():
     assert prefilter(r"\Qa.b\E") == ""
     assert prefilter(r"(a)\1") == ""
     assert re2.compile(prefilter(r"[[:alpha:]]+ 0x[0-9a-f]{4,} \pL \x41 \x{42}")).search("ab 0xQQQQ é A B")
+
+
+def test_a_prefilter_re2_refuses_makes_its_pattern_a_candidate_everywhere():
+    from service.batch.engine import _prefilter_set
+
+    found = _prefilter_set(["(", r"comm 0x[0-9a-f]+", "never"])
+    assert sorted(found.Match("comm 0xQQQQ")) == [0, 1]  # the broken one stays a candidate

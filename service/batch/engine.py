@@ -431,10 +431,9 @@ class Engine:
             return False
         w, text = made
         if self._blind_set is None:
-            self._blind_set = re2.Set.SearchSet(_SET_OPTIONS)
-            for pattern in self._pointer_patterns:
-                self._blind_set.Add(prefilter(pattern))
-            self._blind_set.Compile()
+            self._blind_set = _prefilter_set(self._pointer_patterns)
+        if self._blind_set is False:
+            return False
         candidates = set(self._blind_set.Match(text) or ())
         if not shape.pointer_hits <= candidates:
             return False  # RE2 and the prefilter disagree: leave it to the per-value check
@@ -940,6 +939,23 @@ _ZERO_X = re2.compile(ZERO_X_HAZARD.encode())
 # A hazard that starts with ZERO_X_HAZARD's three atoms and has no alternation is found
 # wherever ZERO_X_HAZARD is (the hex mask's own hazard is one).
 _IMPLIED_BY_ZERO_X = re.compile(r"\(\?:\[123456789\]x\[0-9a-fA-F\][^|]*\)")
+
+
+def _prefilter_set(patterns: list[str]) -> Any:
+    """One RE2 set of ``pointer_blind.prefilter`` of each pattern, by index; a prefilter RE2
+    refuses is replaced by "" (matches everything, so the rewrite decides). False when the set
+    cannot be built: then no shape is proven pointer-blind, and every pointer value is checked."""
+    found = re2.Set.SearchSet(_SET_OPTIONS)
+    try:
+        for pattern in patterns:
+            try:
+                found.Add(prefilter(pattern))
+            except re2.error:
+                found.Add("")
+        found.Compile()
+    except re2.error:
+        return False
+    return found
 
 
 def _digit_before_x(data: bytes) -> bool:
