@@ -31,14 +31,20 @@ pointer value as before. Digits outside pointers are the digit-closure machinery
 from __future__ import annotations
 
 import re
-import re._compiler as sre_compile  # type: ignore[import-not-found]
-import re._constants as sre  # type: ignore[import-not-found]
-import re._parser as sre_parse  # type: ignore[import-not-found]
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from service.batch.re_twin import python_twin
+
+try:  # re's parser and compiler: private modules, renamed in Python 3.11
+    import re._compiler as sre_compile  # type: ignore[import-not-found]
+    import re._constants as sre  # type: ignore[import-not-found]
+    import re._parser as sre_parse  # type: ignore[import-not-found]
+except ImportError:  # Python 3.10
+    import sre_compile  # type: ignore[no-redef]
+    import sre_constants as sre  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
 
 HEX = "0123456789abcdef"
 # Candidates for W: ASCII word characters (so \b and \w see a pointer character's like) that are
