@@ -2,7 +2,8 @@
 
 With ``jobs > 1`` the explainer is built once in the parent and inherited by ``fork``ed worker
 processes (copy-on-write; each worker loads the semantic index itself, once, if it meets a line
-the regex tier cannot answer). At most ``2 * jobs + 2`` chunks are in flight, so memory does not
+the regex tier cannot answer, except for summaries, whose workers leave those lines to the
+parent: ``settle_deferred``). At most ``2 * jobs + 2`` chunks are in flight, so memory does not
 grow with the input, and results are written strictly in input order.
 
 Ctrl-C stops reading, drops work in flight, and lets the writer close its output properly
