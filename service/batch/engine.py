@@ -5,7 +5,8 @@ the hex letters of ``0x`` pointers too) over and over. Everything the spine does
 choosing an answer is digit-closed (see ``digit_closure``): lines of one shape peel the same
 prefixes at the same offsets, and hit the same KB patterns with their groups at the same spans,
 unless a digit-sensitive pattern could match the shape (checked per line) or a line's pointer
-values differ (checked once per new value). So per shape the engine learns once, from the
+values could change the decision (``pointer_blind`` proves per shape that they cannot; where it
+cannot, each new value is checked once). So per shape the engine learns once, from the
 first line, where the message, each context value and each field sit and which entry applies;
 later lines of the shape cost slices and lookups.
 
@@ -13,7 +14,7 @@ Answers without fields come from ``Explainer.explain_many`` itself, cached by sh
 message. Answers with fields are rebuilt from the entry (its texts filled from a JSON template
 per present fields, ``HeadTemplate``), once per distinct field values. Lines the regex tier
 cannot answer are sent to the spine in one batch per chunk, so the semantic tier embeds each
-unknown template once. The first line of new shapes (all, or a sample) is compared with a full
+unknown template once (or, with ``defer_semantic``, are left to whoever merges the summaries). The first line of new shapes (all, or a sample) is compared with a full
 ``explain_many`` call; a shape whose fast answer differed is demoted to the slow path, counted
 in ``mismatches``, and its chunk redone.
 """
