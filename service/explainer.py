@@ -112,6 +112,13 @@ class Explainer:
                     raise IndexUnavailable(f"semantic index at {self.index_dir} is unusable: {problem}")
             return self._index
 
+    def warm_up(self) -> None:
+        """Load the index and the model now (raising what loading raises), so that the first
+        line the regex tier cannot answer does not wait for them. Front-ends call it from a
+        background thread and report failures their own way."""
+        self.index()
+        self.encoder.encode(["NCCL INFO warm-up"])  # the first call loads the model
+
     @property
     def calibrator(self) -> Calibrator:
         return self.index().calibrator

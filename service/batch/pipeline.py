@@ -196,13 +196,13 @@ def settle_deferred(summary: Summary, explainer: Any) -> None:
     summary.deferred.clear()
 
 
-def _warm_up(explainer: Any, example: str) -> threading.Thread:
-    """Load the semantic tier in the background while the workers go on (answers are cached,
-    so the final ``settle_deferred`` finds this one ready)."""
+def _warm_up(explainer: Any) -> threading.Thread:
+    """Load the semantic tier in the background while the workers go on, so the final
+    ``settle_deferred`` finds it ready."""
 
     def load() -> None:
-        with contextlib.suppress(Exception):  # settle_deferred reports any failure itself
-            explainer.explain_many([example], semantic=True)
+        with contextlib.suppress(Exception):  # settle_deferred meets and reports any failure itself
+            explainer.warm_up()
 
     thread = threading.Thread(target=load, name="explainlog-warm-up", daemon=True)
     thread.start()
@@ -265,7 +265,7 @@ def annotate_sources(
                 summary.merge(result.summary)  # type: ignore[union-attr]
             progress.add_lines(chunk.n_lines)
             if summary.deferred and warm is None:
-                warm = _warm_up(explainer, next(iter(summary.deferred.values())).example)
+                warm = _warm_up(explainer)
 
     try:
         if jobs <= 1:

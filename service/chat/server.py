@@ -41,7 +41,7 @@ def warm_up(explainer) -> threading.Thread:
 
     def load() -> None:
         try:
-            explainer.explain_many(["explainlog chat warm-up line that no entry matches"])
+            explainer.warm_up()
         except Exception:
             log.exception("warming up the semantic tier failed; answers will fall back to loading it on demand")
 

@@ -43,8 +43,7 @@ class ServiceState:
 
     def _warm_up(self) -> None:
         try:
-            self.explainer.index()
-            self.explainer.encoder.encode(["NCCL INFO warm-up"])  # first call loads the model
+            self.explainer.warm_up()
         except Exception as exc:  # noqa: BLE001 - any failure here is reported by /readyz
             self.readiness = Readiness(loaded=False, problem=f"semantic tier unavailable: {exc}")
         else:
