@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from itertools import compress
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -35,7 +34,8 @@ import re2
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
 from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, placeholders
-from service.batch.digit_closure import ZERO_X_HAZARD, digit_closure, digit_hazard, line_shape
+from service.batch import shape_keys
+from service.batch.digit_closure import ZERO_X_HAZARD, digit_closure, digit_hazard
 from service.batch.pointer_blind import marked, prefilter, probe
 from service.batch.re_twin import python_twin
 from service.batch.reader import Chunk
@@ -633,7 +633,7 @@ class Engine:
 
     def annotate(self, chunk: Chunk, need_context: bool = True) -> Annotated:
         lines = chunk.data.split(b"\n")
-        shapes = _fold(line_shape(chunk.data)).split(b"\n")
+        shapes = shape_keys.line_keys(chunk.data)
         texts, undecodable, _ = _decode(chunk.data, lines)
         n = len(lines)
         answers: list[Answer | None] = [None] * n
@@ -740,7 +740,7 @@ class Engine:
         if self._hazard is _ALWAYS:
             return set(range(data.count(b"\n") + 1))
         scans = [self._hazard] if self._hazard is not None else []
-        if _digit_before_x(data):
+        if shape_keys.digit_before_x(data):
             scans.append(_ZERO_X)
         for scan in scans:
             for match in scan.finditer(data):
@@ -792,68 +792,66 @@ class Engine:
         _notes(summary, chunk, undecodable, texts)
         return summary
 
-    def summarize(self, chunk: Chunk) -> Summary:
+    def summarize(self, chunk: Chunk, counted: shape_keys.Tally | None = None) -> Summary:
         """The summary of a chunk without annotating each line.
 
-        Lines are counted by shape in C (translate, split, ``Counter``); Python then visits each
+        Lines are counted by shape in one native pass (``shape_keys.tally``, the GIL released;
+        bytes methods and ``Counter`` where it was not built); Python then visits each
         distinct shape once (a few dozen per chunk however many lines): its answer stands for
         all its lines. Lines of shapes that digit-specific KB entries may split are checked per
         distinct message; only lines whose answer can differ within a shape otherwise
         (pointer-sensitive shapes, shapes the fast path cannot slice) are annotated one by one.
+        ``counted``: the chunk's ``shape_keys.tally``, when the caller already has it.
         """
         data = chunk.data
         if self._hazard_lines(data):
             return self.annotate(chunk, need_context=False).summary
-        keys = _fold(line_shape(data)).split(b"\n")
-        counts = Counter(keys)
-        n = len(keys)
-        last = dict(zip(keys, range(n)))
-        first = dict(zip(reversed(keys), range(n - 1, -1, -1)))
-        lines: list[bytes] | None = None
+        keys, counts, first, last, ids, starts = counted or shape_keys.tally(data)
+        lines: shape_keys.Lines | None = None
 
         def text_at(i: int) -> str:
             nonlocal lines
             if lines is None:
-                lines = data.split(b"\n")
+                lines = shape_keys.Lines(data, starts)
             return lines[i].decode("utf-8", "replace")
 
         tally: dict[Answer, list[int]] = {}  # answer -> [count, first, last] (chunk indices)
-        per_line: set[bytes] = set()
-        checked: dict[bytes, tuple[Shape, Answer]] = {}  # digit-specific entries may apply: per message
-        waiting: dict[Shape, list[bytes]] = {}
-        for key, count in counts.items():
+        per_line: list[int] = []  # key indices
+        checked: dict[int, tuple[Shape, Answer]] = {}  # digit-specific entries may apply: per message
+        waiting: dict[Shape, list[int]] = {}
+        for k, key in enumerate(keys):
             shape = self._shapes.get(key)
             if shape is None:
-                shape = self._new_shape(key, text_at(first[key]))
+                shape = self._new_shape(key, text_at(first[k]))
             if (not shape.fast or shape.mode == BY_MESSAGE or shape.runs_ok is not None
                     or (shape.checks is not None and (shape.checks_context or shape.mode == PENDING))):
-                per_line.add(key)  # a digit-specific context rule or a pointer may split it, or no fixed slices
+                per_line.append(k)  # a digit-specific context rule or a pointer may split it, or no fixed slices
                 continue
             answer = shape.answer
             if answer is None and shape.mode == FIELDS:
                 # Fields vary, the entry does not: one answer stands for the shape's count.
                 if shape.sample is None:
-                    text = text_at(first[key])
+                    text = text_at(first[k])
                     shape.sample = self._fields_answer(shape, text[shape.lead:shape.end])[0]
                 answer = shape.sample
             if answer is None:  # PENDING: unknown to the regex tier, resolved below in one batch
-                waiting.setdefault(shape, []).append(key)
+                waiting.setdefault(shape, []).append(k)
                 continue
             if shape.checks is not None:
-                checked[key] = (shape, answer)
+                checked[k] = (shape, answer)
                 continue
-            _count(tally, answer, count, first[key], last[key])
+            _count(tally, answer, counts[k], first[k], last[k])
         if waiting:
             shapes = list(waiting)
             resolved = self._resolve([text_at(first[waiting[s][0]]) for s in shapes], [s.template for s in shapes])
             for shape, answer in zip(shapes, resolved):
                 self._settle(shape, answer)
-                for key in waiting[shape]:
-                    _count(tally, answer, counts[key], first[key], last[key])
+                for k in waiting[shape]:
+                    _count(tally, answer, counts[k], first[k], last[k])
         if per_line or checked:
             if lines is None:
-                lines = data.split(b"\n")
-            slow = self._check_lines(tally, keys, lines, per_line, checked)
+                lines = shape_keys.Lines(data, starts)
+            slow = self._check_lines(tally, np.frombuffer(ids, np.uint32), lines, per_line, checked)
             annotated = self.annotate(
                 Chunk(chunk.source, 0, b"\n".join(lines[i] for i in slow), len(slow)), need_context=False
             )
@@ -869,16 +867,15 @@ class Engine:
         _notes(summary, chunk, _undecodable(data), None)
         return summary
 
-    def _check_lines(self, tally: dict, keys: list[bytes], lines: list[bytes], per_line: set[bytes],
-                     checked: dict[bytes, tuple[Shape, Answer]]) -> list[int]:
+    def _check_lines(self, tally: dict, ids: np.ndarray, lines: shape_keys.Lines, per_line: list[int],
+                     checked: dict[int, tuple[Shape, Answer]]) -> list[int]:
         """Count the lines of ``checked`` shapes whose digit-specific entries match as on the
         shape's first line (one RE2 set pass per distinct message: NCCL repeats its messages on
         every rank); return the indices of the rest, and of ``per_line`` shapes, to annotate.
-        A shape's lines are found by ``compress`` over ``key.__eq__``, a loop in C."""
-        every = range(len(keys))
-        slow = [i for key in per_line for i in compress(every, map(key.__eq__, keys))]
-        for key, (shape, answer) in checked.items():
-            index = list(compress(every, map(key.__eq__, keys)))
+        ``ids`` holds each line's key index: a shape's lines are found by numpy compares."""
+        slow = np.flatnonzero(np.isin(ids, per_line)).tolist() if per_line else []
+        for k, (shape, answer) in checked.items():
+            index = np.flatnonzero(ids == k).tolist()
             messages = [lines[i].decode("utf-8", "replace")[shape.lead:shape.end] for i in index]
             relevant, expected = shape.checks  # type: ignore[misc]
             ok = {m: self._outcomes(relevant, m, {}) == expected for m in set(messages)}
@@ -894,22 +891,7 @@ class Engine:
         return slow
 
 
-# Pointers (``comm 0x7f3a5c00b2d0``) are folded into the shape key letters and all, keeping
-# the length: NCCL prints a fresh one per rank and communicator, and without folding every
-# one of them would make a new shape to learn. ``Engine._runs_ok`` makes the fold safe.
-_POINTERS = re.compile(rb"(0x[0-9a-f]{4,})")
-_POINTER_TEXT = re.compile(r"0x[0-9a-f]{4,}")
-_HEX_FOLD = bytes.maketrans(b"abcdef", b"000000")
-
-
-def _fold(shape_data: bytes) -> bytes:
-    """Shape keys of a buffer with every pointer's hex letters zeroed (same length): the
-    pointers are split out, translated in one pass, and put back, all in C."""
-    if b"0x" not in shape_data:
-        return shape_data
-    parts = _POINTERS.split(shape_data)
-    parts[1::2] = b"\n".join(parts[1::2]).translate(_HEX_FOLD).split(b"\n")  # no pointer holds a newline
-    return b"".join(parts)
+_POINTER_TEXT = re.compile(r"0x[0-9a-f]{4,}")  # the pointers that shape keys fold
 _SLOW = Shape(fast=False, mode=BY_MESSAGE, checked=True)
 _ALWAYS = re.compile(b"")
 
@@ -959,14 +941,6 @@ def _prefilter_set(patterns: list[str]) -> Any:
     return found
 
 
-def _digit_before_x(data: bytes) -> bool:
-    """Whether some ``x`` follows a non-zero digit: numpy's vector compares find the few ``x``
-    in ~50 ms per 227 MB, where a regex scan for ``ZERO_X_HAZARD`` takes ~270 ms."""
-    buffer = np.frombuffer(data, np.uint8)
-    before = buffer[np.flatnonzero(buffer[1:] == ord("x"))]
-    return bool(np.any((before >= ord("1")) & (before <= ord("9"))))
-
-
 def _hazard(patterns: list[str]) -> Any:
     """One bytes regex over all digit-specific patterns' hazards (None: nothing to fear) but
     those that ``ZERO_X_HAZARD``, always scanned for, implies.
@@ -1011,6 +985,8 @@ def _decode(data: bytes, lines: list[bytes]) -> tuple[list[str], list[int], str]
 
 
 def _undecodable(data: bytes) -> list[int]:
+    if data.isascii():  # the common case, ~20x faster than decoding to find out
+        return []
     try:
         data.decode("utf-8")
         return []
