@@ -3,8 +3,10 @@
 With ``jobs > 1`` the explainer is built once in the parent and inherited by ``fork``ed worker
 processes (copy-on-write; each worker loads the semantic index itself, once, if it meets a line
 the regex tier cannot answer, except for summaries, whose workers leave those lines to the
-parent: ``settle_deferred``). At most ``2 * jobs + 2`` chunks are in flight, so memory does not
-grow with the input, and results are written strictly in input order.
+parent: ``settle_deferred``, which loads the model in a thread meanwhile). At most
+``2 * jobs + 2`` chunks are in flight, so memory does not grow with the input, and results are
+written strictly in input order. ``-j`` summaries of plain files send workers byte ranges to
+read themselves instead of chunks (``ranges``): no line needs to come back.
 
 Ctrl-C stops reading, drops work in flight, and lets the writer close its output properly
 (the HTML page gets its summary and script, the commented log a closing note). A SIGINT that
@@ -23,7 +25,7 @@ import sys
 import tempfile
 import threading
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Protocol
 
 from service.batch.engine import Engine
@@ -32,6 +34,7 @@ from service.batch.options import Options
 from service.batch.problems import Problem
 from service.batch.process import ChunkResult, process_chunk
 from service.batch.progress import Progress
+from service.batch.ranges import RANGE_BYTES, Range, RangeResult, split, summarize_range
 from service.batch.reader import CHUNK_BYTES, MAX_LINE_BYTES, Chunk, SourceReader
 from service.batch.summary import Summary
 
@@ -47,6 +50,7 @@ class Writer(Protocol):
 class Limits:
     max_line: int = MAX_LINE_BYTES
     chunk_bytes: int = CHUNK_BYTES
+    range_bytes: int = RANGE_BYTES  # -j summaries of plain files: see ``ranges``
 
 
 class _Interrupts:
@@ -209,10 +213,22 @@ def _warm_up(explainer: Any) -> threading.Thread:
     return thread
 
 
-def _items(sources: list[Source], limits: Limits, progress: Progress) -> Iterator[tuple]:
-    """("begin", index, name), ("chunk", chunk, name) ..., ("end", index, problems) per source."""
+def _worker_range(part: Range, limits: Limits) -> RangeResult:
+    return summarize_range(_WORKER["engine"], part, limits.max_line, limits.range_bytes)
+
+
+def _items(sources: list[Source], limits: Limits, progress: Progress, by_range: bool) -> Iterator[tuple]:
+    """("begin", index, name), ("chunk", chunk, name) ... or ("range", range) ..., then
+    ("end", index, problems) per source. Ranges only ``by_range`` and where ``ranges.split``
+    allows."""
     for index, source in enumerate(sources):
         yield ("begin", index, source.name)
+        parts = split(source, index, limits.range_bytes) if by_range else None
+        if parts is not None:
+            for part in parts:
+                yield ("range", part)
+            yield ("end", index, [])
+            continue
         found: list[Problem] = []
         reader = SourceReader(source, index, found, limits.max_line, limits.chunk_bytes, progress.add_bytes)
         for chunk in reader.chunks():
@@ -244,20 +260,37 @@ def annotate_sources(
     pool = None
     engine = None
     park: str | None = None
-    # -j summaries: workers defer the semantic tier to this process (see settle_deferred)
-    defer = jobs > 1 and options.format == "summary" and options.semantic
+    # Summaries leave the semantic tier to the end (see settle_deferred): -j workers then need
+    # no model, and the model loads in a thread while the lines are counted.
+    defer = options.format == "summary" and options.semantic
     warm: threading.Thread | None = None
 
-    def handle(item: tuple, result: ChunkResult | None = None) -> None:
+    lines_before: dict[int, int] = {}  # per source, lines of the ranges merged so far
+
+    def report(problem: Problem) -> None:
+        summary.problems.append(problem)
+        on_problem(problem)
+        writer.note(problem)
+
+    def handle(item: tuple, result: Any = None) -> None:
         nonlocal warm
         kind = item[0]
         if kind == "begin":
             writer.begin_source(item[2])
         elif kind == "end":
             for problem in item[2]:
-                summary.problems.append(problem)
-                on_problem(problem)
-                writer.note(problem)
+                report(problem)
+        elif kind == "range":
+            part, offset = item[1], lines_before.get(item[1].source, 0)
+            lines_before[part.source] = offset + result.n_lines
+            with guard.critical_section():
+                summary.merge(result.summary.shift_lines(offset))
+            for problem in result.problems:
+                report(replace(problem, line=problem.line + offset))
+            progress.add_bytes(part.end - part.start)
+            progress.add_lines(result.n_lines)
+            if summary.deferred and warm is None:
+                warm = _warm_up(explainer)
         else:
             chunk = item[1]
             with guard.critical_section():
@@ -269,8 +302,8 @@ def annotate_sources(
 
     try:
         if jobs <= 1:
-            engine = Engine(explainer, semantic=options.semantic)
-            for item in _items(sources, limits, progress):
+            engine = Engine(explainer, semantic=options.semantic, defer_semantic=defer)
+            for item in _items(sources, limits, progress, by_range=False):
                 if item[0] == "chunk":
                     handle(item, process_chunk(engine, item[1], item[2], options))
                 else:
@@ -281,13 +314,18 @@ def annotate_sources(
             park = _park_dir() if fd is not None else None
             turns = _Turns(context, fd, park) if fd is not None else None
             pool = context.Pool(jobs, initializer=_worker_init, initargs=(explainer, options.semantic, turns, defer))
+            if defer:  # the workers are forked: a thread may start now, and will almost surely be needed
+                warm = _warm_up(explainer)
             window: deque = deque()
             in_flight = seq = 0
-            for item in _items(sources, limits, progress):
+            for item in _items(sources, limits, progress, by_range=options.format == "summary"):
                 if item[0] == "chunk":
                     window.append((item, pool.apply_async(_worker_run, (item[1], item[2], options, seq))))
                     in_flight += 1
                     seq += 1
+                elif item[0] == "range":
+                    window.append((item, pool.apply_async(_worker_range, (item[1], limits))))
+                    in_flight += 1
                 else:
                     window.append((item, None))
                 while window and (window[0][1] is None or in_flight >= 2 * jobs + 2):

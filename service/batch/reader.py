@@ -136,6 +136,16 @@ class _Decompressor:
             raise CompressionError(f"truncated {self.kind} stream: the input ends inside compressed data")
 
 
+def may_hold_long_line(segment: bytes, max_line: int) -> bool:
+    """Whether some line of ``segment`` may exceed ``max_line``: such a line covers a whole
+    aligned window of half that size (inside the segment) with no newline, which a few
+    ``find`` calls rule out."""
+    if len(segment) <= max_line:
+        return False
+    half = max(1, max_line // 2)
+    return any(segment.find(b"\n", start, start + half) == -1 for start in range(0, len(segment) - half + 1, half))
+
+
 class LineChunker:
     """Cut a stream of byte blocks into ``Chunk``s of complete lines."""
 
@@ -158,7 +168,7 @@ class LineChunker:
         return self.next_line - 1 + self._count
 
     def _add_segment(self, segment: bytes) -> None:
-        if len(segment) > self.max_line and self._may_hold_long_line(segment):
+        if may_hold_long_line(segment, self.max_line):
             lines = segment.split(b"\n")
             for i, line in enumerate(lines):
                 if len(line) > self.max_line:
@@ -171,15 +181,6 @@ class LineChunker:
         self._parts.append(segment)
         self._size += len(segment) + 1
         self._count += count
-
-    def _may_hold_long_line(self, segment: bytes) -> bool:
-        """Whether some line may exceed ``max_line``: such a line covers a whole aligned
-        window of half that size (inside the segment) with no newline, which a few ``find``
-        calls rule out."""
-        half = max(1, self.max_line // 2)
-        return any(
-            segment.find(b"\n", start, start + half) == -1 for start in range(0, len(segment) - half + 1, half)
-        )
 
     def _add_cut_line(self, head: bytes, length: int) -> None:
         self._cut[self._count] = length

@@ -8,7 +8,7 @@ plain data (``to_json``/``from_json``) and bounded in size: unknown templates be
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from service.batch.problems import Problem
@@ -122,6 +122,18 @@ class Summary:
         for (source, kind), (count, line) in other.notes.items():
             self.add_note(source, kind, line, count)
         self.interrupted = self.interrupted or other.interrupted
+        return self
+
+    def shift_lines(self, offset: int) -> "Summary":
+        """Add ``offset`` to every line number: a summary of a part of a file counted its
+        lines from 1 (``ranges``); shifted by the lines before the part, it merges as if the
+        whole file had been read in one stream."""
+        for stat in (*self.entries.values(), *self.templates.values(), *self.deferred.values()):
+            stat.first = (stat.first[0], stat.first[1] + offset)
+            stat.last = (stat.last[0], stat.last[1] + offset)
+        for note in self.notes.values():
+            note[1] += offset
+        self.problems = [replace(p, line=p.line + offset) if p.line else p for p in self.problems]
         return self
 
     # ---- reading ----------------------------------------------------------------------------
