@@ -17,7 +17,9 @@ ENV PIP_NO_CACHE_DIR=1 \
 # CPU torch first, pinned, so nothing later can pull a CUDA build.
 RUN python -m venv /opt/venv \
  && pip install --index-url "${TORCH_INDEX_URL}" --extra-index-url https://pypi.org/simple torch==2.13.0
-COPY pyproject.toml README.md /src/
+# setup.py: the optional C extension of batch summaries; without a compiler (slim images)
+# the install goes on without it, and the HTTP service never uses it.
+COPY pyproject.toml setup.py README.md /src/
 COPY indexer /src/indexer
 COPY service /src/service
 RUN pip install "/src[serve]"

@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     lines = sum(1 for _ in open(log, "rb"))
     size_mb = log.stat().st_size / 1e6
     print(f"input: {log} — {lines:,} lines, {size_mb:,.0f} MB; load average before: {os.getloadavg()}", file=sys.stderr)
+    native = subprocess.run([sys.executable, "-c", "from service.batch.shape_keys import NATIVE; print(NATIVE)"],
+                            capture_output=True, text=True, cwd=REPO).stdout.strip()
+    print(f"native shape tally (service.batch._shape_tally) built: {native}", file=sys.stderr)
 
     rows = []
     rows.append(row("`wc -l`", lines, measure(["wc", "-l", str(log)]), None))
