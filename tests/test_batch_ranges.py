@@ -18,6 +18,7 @@ from service.batch.engine import Engine
 from service.batch.inputs import Source, discover
 from service.batch.options import Options
 from service.batch.pipeline import Limits, annotate_sources
+from service.batch.progress import Progress
 from service.batch.ranges import split, summarize_range
 from service.batch.summary import Summary
 
@@ -166,3 +167,36 @@ def test_the_console_entry_flushes_and_keeps_the_exit_code(kb_dir, index_dir, tm
     assert done.stdout.count(b"\n") == len(seed_style_lines())
     failing = subprocess.run([*cmd, "--fail-on", "warning"], capture_output=True, timeout=300, cwd=REPO)
     assert failing.returncode == 1 and failing.stdout.count(b"\n") == len(seed_style_lines())
+
+
+class _StopAfter(Progress):
+    """Ctrl-C after ``n`` results: raised where a SIGINT would surface, between merges."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(None, enabled=False)
+        self.left = n
+
+    def add_lines(self, count: int) -> None:
+        super().add_lines(count)
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+
+
+def test_an_interrupted_range_summary_is_whole_up_to_where_it_stopped(explainer, tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text(("\n".join(seed_style_lines()) + "\n") * 40, encoding="utf-8")
+    sources, _ = discover([str(path)])
+    options = Options(format="summary", semantic=False)
+    out = io.BytesIO()
+    writer = make_writer("summary", out, options, multi=False)
+    limits = Limits(range_bytes=4096)
+    assert len(split(sources[0], 0, limits.range_bytes)) > 10
+    summary = annotate_sources(sources, explainer, options, writer, jobs=2, limits=limits,
+                               progress=_StopAfter(3), on_problem=lambda p: None)
+    assert summary.interrupted
+    merged = summary.total_lines
+    assert 0 < merged < 40 * len(seed_style_lines())
+    assert summary.known_lines + summary.untracked_unknown + sum(t.count for t in summary.templates.values()) == merged
+    assert max(stat.last[1] for stat in summary.entries.values()) <= merged
+    assert b"interrupted" in out.getvalue()
