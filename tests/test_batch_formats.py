@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
+import random
 
 import pytest
 
 from batch_helpers import UNRELATED, annotate, run_cli, seed_style_lines
 from seed_lines import AFFINITY_LINE, CDB_LINE, FLUSH_LINE, IB_LINE
+from service.batch.cli import make_writer
 from service.batch.engine import Engine
+from service.batch.inputs import discover
+from service.batch.options import Options
+from service.batch.pipeline import Limits, annotate_sources
 from service.batch.reader import Chunk
 from service.explainer import CONTRACT_KEYS
 
@@ -78,27 +84,66 @@ def test_commented_keeps_the_original_bytes_and_comments_runs_once(explainer, lo
 def test_commented_comment_cache_is_bounded_and_clearing_it_changes_nothing(explainer, log, monkeypatch):
     from service.batch import write_commented
 
+    write_commented._COMMENTS.clear()
     full, _ = annotate(explainer, [str(log)], "commented", lang="both")
     sizes: list[int] = []
     original = write_commented.comment_lines
 
     def spy(data, langs):
-        sizes.append(len(writers[-1]._cache))
+        sizes.append(len(write_commented._COMMENTS))
         return original(data, langs)
-
-    writers: list = []
-    real = write_commented.CommentedWriter.__init__
-
-    def remember(self, *args, **kwargs):
-        real(self, *args, **kwargs)
-        writers.append(self)
 
     monkeypatch.setattr(write_commented, "COMMENT_CACHE_LIMIT", 3)
     monkeypatch.setattr(write_commented, "comment_lines", spy)
-    monkeypatch.setattr(write_commented.CommentedWriter, "__init__", remember)
+    write_commented._COMMENTS.clear()
     bounded, _ = annotate(explainer, [str(log)], "commented", lang="both")
     assert bounded == full
     assert len(sizes) > 3 and max(sizes) <= 3  # rendered more than 3 answers, never kept more
+
+
+def _commented(explainer, path, monkeypatch, read_bytes, **options) -> bytes:
+    """Chunks of about ``read_bytes``: the reader cuts a chunk after each block it reads."""
+    from service.batch import reader
+
+    monkeypatch.setattr(reader, "READ_BYTES", read_bytes)
+    sources, _ = discover([str(path)])
+    opts = Options(format="commented", **options)
+    out = io.BytesIO()
+    annotate_sources(sources, explainer, opts, make_writer("commented", out, opts, multi=False), jobs=1,
+                     limits=Limits(chunk_bytes=1, max_line=3000), on_problem=lambda p: None)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("run_bytes", [8 << 20, 700])
+def test_commented_runs_join_across_chunk_edges(explainer, tmp_path, monkeypatch, run_bytes):
+    """Workers render each chunk but its first and last runs; the writer joins those across
+    chunks. Chunks of ~one line (every run crosses edges) must give the bytes of one big chunk
+    (no edges), with long runs, runs cut at RUN_BYTES, unexplained, undecodable and over-long
+    lines, and context lines hidden or not."""
+    from service.batch import write_commented
+
+    monkeypatch.setattr(write_commented, "RUN_BYTES", run_bytes)
+    rng = random.Random(7)
+    lines = seed_style_lines()
+    body = []
+    for _ in range(400):
+        roll = rng.random()
+        if roll < 0.05:
+            body.append(b"\xff bad bytes " + AFFINITY_LINE.encode())
+        elif roll < 0.08:
+            body.append(AFFINITY_LINE.encode() + b" " + b"x" * 4000)
+        else:
+            body += [rng.choice(lines).encode()] * rng.choice([1, 1, 2, 5, 30])
+    path = tmp_path / "runs.log"
+    path.write_bytes(b"\n".join(body) + b"\n")
+    for hide in (False, True):
+        whole = _commented(explainer, path, monkeypatch, 1 << 24, lang="en", hide_context=hide)
+        assert b"lines of this entry follow" in whole and b"only the first 3,000 are kept" in whole
+        if run_bytes < 1000:
+            assert b"# (continued)" in whole
+        for read_bytes in (1, 150, 2000):
+            cut = _commented(explainer, path, monkeypatch, read_bytes, lang="en", hide_context=hide)
+            assert cut == whole, (hide, read_bytes)
 
 
 def test_commented_can_hide_context_lines(explainer, log):

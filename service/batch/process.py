@@ -1,8 +1,8 @@
 """One chunk in, one picklable result out: the unit of work for ``-j`` workers and Dask.
 
-Workers do everything that is per line (annotation, JSON encoding); what depends on the order
-of chunks (runs of comments spanning chunks, the HTML answer table, the summary) is left to the
-single writer in the parent, which receives results in input order.
+Workers do everything that is per line (annotation, JSON encoding, comments); what depends on
+the order of chunks (runs of comments spanning chunks, the HTML answer table, the summary) is
+left to the single writer in the parent, which receives results in input order.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from service.batch.engine import Annotated, Answer, Engine
 from service.batch.options import Options
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
+from service.batch.write_commented import Rendered, render_chunk
 
 
 @dataclass
@@ -24,9 +25,10 @@ class ChunkResult:
     n_lines: int
     payload: bytes = b""  # jsonl: the encoded records
     written: bool = False  # jsonl: a worker already wrote the payload to the output
-    refs: list[int] = field(default_factory=list)  # commented/html: table index per line, -1 = none
-    # commented/html: (answer uid, pattern id, role, answer data as JSON) per distinct answer
+    refs: list[int] = field(default_factory=list)  # html: table index per line, -1 = none
+    # html: (answer uid, pattern id, role, answer data as JSON) per distinct answer
     table: list[tuple[bytes, str, str, bytes]] = field(default_factory=list)
+    rendered: Rendered | None = None  # commented: the chunk's text, but for runs at its edges
     undecodable: list[int] = field(default_factory=list)  # line indices within the chunk
     cut: dict[int, int] = field(default_factory=dict)
     summary: Summary = field(default_factory=Summary)
@@ -42,6 +44,8 @@ def process_chunk(engine: Engine, chunk: Chunk, source_name: str, options: Optio
     result.undecodable = annotated.undecodable
     if options.format == "jsonl":
         result.payload = encode_jsonl(annotated, source_name, options, result.undecodable)
+    elif options.format == "commented":
+        result.rendered = render_chunk(annotated, options)
     else:
         result.refs, result.table = _references(annotated, options)
     return result

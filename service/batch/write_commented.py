@@ -10,22 +10,24 @@ one is flushed and its rest is announced as a continuation, so memory stays boun
 from __future__ import annotations
 
 import functools
+import io
 import textwrap
-from typing import BinaryIO
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable
 
 import orjson
 
+from service.batch.engine import Annotated, Answer
 from service.batch.options import Options
 from service.batch.problems import Problem
-from service.batch.process import ChunkResult
 from service.batch.summary import Summary
+
+if TYPE_CHECKING:
+    from service.batch.process import ChunkResult
 
 RUN_BYTES = 8 << 20
 WIDTH = 100
-# Rendered comments kept by answer uid. Answers whose texts carry per-line values (progress
-# lines, NCCL channels) are mostly distinct, so the cache is cleared when full: memory stays
-# flat in the input size (~1 KB per entry).
-COMMENT_CACHE_LIMIT = 50_000
+COMMENT_CACHE_LIMIT = 50_000  # rendered comments kept per process (``_COMMENTS``)
 
 
 def wrap(text: str, width: int = WIDTH) -> list[str]:
@@ -103,17 +105,102 @@ def comment_lines(data: dict, langs: tuple[str, ...]) -> list[str]:
     return lines
 
 
+@dataclass
+class Run:
+    """Consecutive lines explained by one entry, not written yet: the header counts them."""
+
+    key: bytes  # the entry's pattern id
+    comment: list[str]  # the comment of the answer of the line that started it
+    lines: list[bytes]
+    size: int  # bytes of its lines, newlines included
+    continued: bool = False  # the rest of a run cut at RUN_BYTES
+
+
+@dataclass
+class Rendered:
+    """A chunk as ``commented`` text, rendered where it was annotated (a ``-j`` worker).
+
+    Only runs of comments may span chunks, so the writer needs just the chunk's first run
+    (``head``: it may continue the run the previous chunk ended with) and its last (``tail``:
+    the next chunk may continue it) as lines; everything between is final text (``body``).
+    ``broken``: some line after ``head`` ends it; otherwise the whole chunk is ``head``.
+    """
+
+    head: Run | None
+    broken: bool
+    body: bytes = b""
+    body_lines: int = 0
+    tail: Run | None = None
+
+
+# Rendered comments by (answer uid, languages), per process: answers whose texts carry per-line
+# values (progress lines, NCCL channels) are mostly distinct, so it is cleared when full and
+# memory stays flat in the input size (~1 KB per entry).
+_COMMENTS: dict[tuple[bytes, tuple[str, ...]], list[str]] = {}
+
+
+def _comment(answer: Answer, langs: tuple[str, ...]) -> list[str]:
+    key = (answer.uid, langs)
+    comment = _COMMENTS.get(key)
+    if comment is None:
+        if len(_COMMENTS) >= COMMENT_CACHE_LIMIT:
+            _COMMENTS.clear()
+        # from the JSON, not ``answer.data``, which would keep a dict on every cached answer
+        comment = _COMMENTS[key] = comment_lines(orjson.loads(answer.json), langs)
+    return comment
+
+
+def _notes(lines: list[bytes], undecodable: list[int], cut: dict[int, int]) -> dict[int, list[str]]:
+    notes: dict[int, list[str]] = {}
+    for i in undecodable:
+        notes.setdefault(i, []).append("# explainlog: this line has bytes that are not UTF-8")
+    for i, length in cut.items():
+        notes.setdefault(i, []).append(
+            f"# explainlog: this line was {length:,} bytes; only the first {len(lines[i]):,} are kept"
+        )
+    return notes
+
+
+def render_chunk(annotated: Annotated, options: Options) -> Rendered:
+    """The chunk's lines with their comments, as ``CommentedWriter`` would write them after a
+    line that ends every run; its first and last runs are left open (see ``Rendered``)."""
+    lines = annotated.chunk.data.split(b"\n")
+    notes = _notes(lines, annotated.undecodable, annotated.chunk.cut)
+    minimum, hide_context, langs = options.min_rank, options.hide_context, options.langs
+    explained = [
+        a if a.known and a.rank >= minimum and not (hide_context and a.role == "context") else None
+        for a in annotated.answers
+    ]
+    head = None
+    i, n = 0, len(lines)
+    first = explained[0]
+    if first is not None and 0 not in notes:
+        key = first.key[1].encode()
+        while i < n and explained[i] is not None and i not in notes and explained[i].key[1].encode() == key:
+            i += 1
+        head = Run(key, _comment(first, langs), lines[:i], sum(map(len, lines[:i])) + i)
+    if i == n:
+        return Rendered(head, broken=False)
+    body = CommentedWriter(io.BytesIO(), options, multi_source=False)
+    for j in range(i, n):
+        answer = explained[j]
+        if j in notes or answer is None:
+            body.plain(lines[j], notes.get(j, ()), answer is None)
+        if answer is not None:
+            body.explained(lines[j], answer.key[1].encode(), lambda a=answer: _comment(a, langs))
+    tail, body.run = body.run, None
+    return Rendered(head, True, body.out.getvalue(), body.lines_written, tail)
+
+
 class CommentedWriter:
+    """Writes rendered chunks in order, joining runs across chunk boundaries; ``plain`` and
+    ``explained`` are the per-line rules, used by ``render_chunk`` on a chunk's inner lines."""
+
     def __init__(self, out: BinaryIO, options: Options, multi_source: bool) -> None:
         self.out = out
         self.options = options
         self.multi_source = multi_source
-        self._cache: dict[bytes, list[str]] = {}
-        self._run_key: bytes | None = None
-        self._run_comment: list[str] = []
-        self._run_lines: list[bytes] = []
-        self._run_bytes = 0
-        self._continued = False
+        self.run: Run | None = None
         self.lines_written = 0
 
     def begin_source(self, name: str) -> None:
@@ -122,59 +209,64 @@ class CommentedWriter:
             self.out.write(f"# ==> {name} <==\n".encode("utf-8"))
 
     def _flush(self) -> None:
-        if not self._run_lines:
-            self._run_key = None
+        run, self.run = self.run, None
+        if run is None:
             return
-        header = list(self._run_comment)
-        count = len(self._run_lines)
-        if self._continued:
+        header = list(run.comment)
+        count = len(run.lines)
+        if run.continued:
             header = [f"# (continued) {header[0][2:]}"]
         if count > 1:
             header[0] += f"  ({count} lines of this entry follow)"
         self.out.write(("\n".join(header) + "\n").encode("utf-8"))
-        self.out.write(b"\n".join(self._run_lines) + b"\n")
+        self.out.write(b"\n".join(run.lines) + b"\n")
         self.lines_written += count
-        self._run_lines, self._run_bytes = [], 0
+
+    def plain(self, line: bytes, notes: Iterable[str], write_line: bool) -> None:
+        """A line that ends any run: its notes, then the line itself unless it is explained
+        (then ``explained`` starts a new run with it)."""
+        self._flush()
+        if notes:
+            self.out.write(("\n".join(notes) + "\n").encode("utf-8"))
+        if write_line:
+            self.out.write(line + b"\n")
+            self.lines_written += 1
+
+    def explained(self, line: bytes, key: bytes, comment: Callable[[], list[str]]) -> None:
+        """A line explained by entry ``key``: joins the open run of that entry, or starts one
+        (a run cut at RUN_BYTES goes on as a "(continued)" one)."""
+        run = self.run
+        if run is not None and key == run.key and run.size < RUN_BYTES:
+            run.lines.append(line)
+            run.size += len(line) + 1
+            return
+        continued = run is not None and key == run.key
+        self._flush()
+        self.run = Run(key, comment(), [line], len(line) + 1, continued)
 
     def write(self, data: bytes, result: ChunkResult) -> None:
-        lines = data.split(b"\n")
-        notes: dict[int, list[str]] = {}
-        for i in result.undecodable:
-            notes.setdefault(i, []).append("# explainlog: this line has bytes that are not UTF-8")
-        for i, length in result.cut.items():
-            notes.setdefault(i, []).append(
-                f"# explainlog: this line was {length:,} bytes; only the first {len(lines[i]):,} are kept"
-            )
-        hide_context = self.options.hide_context
-        langs = self.options.langs
-        for i, (line, ref) in enumerate(zip(lines, result.refs)):
-            if ref >= 0:
-                uid, pattern_id, role, answer_json = result.table[ref]
-                if hide_context and role == "context":
-                    ref = -1
-            if i in notes or ref < 0:
-                self._flush()
-                self._run_key = None
-                if i in notes:
-                    self.out.write(("\n".join(notes[i]) + "\n").encode("utf-8"))
-                if ref < 0:
-                    self.out.write(line + b"\n")
-                    self.lines_written += 1
-                    continue
-            key = pattern_id.encode()
-            if key == self._run_key and self._run_bytes < RUN_BYTES:
-                self._run_lines.append(line)
-                self._run_bytes += len(line) + 1
-                continue
-            continued = key == self._run_key
+        rendered = result.rendered
+        assert rendered is not None, "commented chunks are rendered by process_chunk"
+        if rendered.head is not None:
+            self._join(rendered.head)
+        if rendered.broken:
             self._flush()
-            comment = self._cache.get(uid)
-            if comment is None:
-                if len(self._cache) >= COMMENT_CACHE_LIMIT:
-                    self._cache.clear()
-                comment = self._cache[uid] = comment_lines(orjson.loads(answer_json), langs)
-            self._run_key, self._run_comment, self._continued = key, comment, continued
-            self._run_lines, self._run_bytes = [line], len(line) + 1
+            self.out.write(rendered.body)
+            self.lines_written += rendered.body_lines
+            self.run = rendered.tail
+
+    def _join(self, head: Run) -> None:
+        """``explained`` for each line of ``head``, in bulk where no line can reach RUN_BYTES."""
+        run = self.run
+        if run is not None and run.key == head.key and run.size + head.size <= RUN_BYTES:
+            run.lines += head.lines
+            run.size += head.size
+        elif (run is None or run.key != head.key) and head.size <= RUN_BYTES:
+            self._flush()
+            self.run = Run(head.key, head.comment, list(head.lines), head.size)
+        else:
+            for line in head.lines:
+                self.explained(line, head.key, lambda: head.comment)
 
     def note(self, problem: Problem) -> None:
         self._flush()
