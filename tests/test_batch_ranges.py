@@ -12,7 +12,7 @@ import pytest
 
 from batch_helpers import REPO, annotate, seed_style_lines
 from seed_lines import AFFINITY_LINE
-from service.batch import shape_keys
+from service.batch import pipeline, shape_keys
 from service.batch.cli import make_writer
 from service.batch.engine import Engine
 from service.batch.inputs import Source, discover
@@ -112,7 +112,7 @@ def _summary(explainer, paths, jobs, limits):
                             on_problem=lambda p: None, problems=problems)
 
 
-def test_range_summaries_equal_the_streaming_summary(explainer, tmp_path):
+def test_range_summaries_equal_the_streaming_summary(explainer, tmp_path, monkeypatch):
     """Many small ranges, read whole or streamed (a range holding a line over ``max_line``,
     one over twice ``range_bytes``), CRLF, NUL, invalid UTF-8, pointers, unknown lines for the
     semantic tier and no final newline: counts, first and last lines and notes all match."""
@@ -137,11 +137,14 @@ def test_range_summaries_equal_the_streaming_summary(explainer, tmp_path):
     second.write_bytes(b"\n".join(reversed(body)))  # no final newline
     limits = Limits(max_line=2000, range_bytes=4096)
     assert len(split(Source("a", first, None), 0, limits.range_bytes)) > 50
-    one = _summary(explainer, [first, second], 1, limits)
-    two = _summary(explainer, [first, second], 2, limits)
-    assert one.total_lines == 2 * len(body) and one.templates and one.notes
-    assert {kind for _, kind in one.notes} == {"undecodable", "nul_bytes", "long_line"}
-    assert two.to_json() == one.to_json()
+    in_one, in_two = _summary(explainer, [first, second], 1, limits), _summary(explainer, [first, second], 2, limits)
+    with monkeypatch.context() as streaming:
+        streaming.setattr(pipeline, "split", lambda *args: None)  # every file through SourceReader
+        streamed = _summary(explainer, [first, second], 1, limits)
+    assert streamed.total_lines == 2 * len(body) and streamed.templates and streamed.notes
+    assert {kind for _, kind in streamed.notes} == {"undecodable", "nul_bytes", "long_line"}
+    assert in_one.to_json() == streamed.to_json()
+    assert in_two.to_json() == streamed.to_json()
 
 
 def test_a_range_of_a_file_that_shrank_reads_what_is_there(explainer, tmp_path):

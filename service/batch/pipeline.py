@@ -5,8 +5,9 @@ processes (copy-on-write; each worker loads the semantic index itself, once, if 
 the regex tier cannot answer, except for summaries, whose workers leave those lines to the
 parent: ``settle_deferred``, which loads the model in a thread meanwhile). At most
 ``2 * jobs + 2`` chunks are in flight, so memory does not grow with the input, and results are
-written strictly in input order. ``-j`` summaries of plain files send workers byte ranges to
-read themselves instead of chunks (``ranges``): no line needs to come back.
+written strictly in input order. Summaries of plain files are read in byte ranges
+(``ranges``), which ``-j`` workers read themselves instead of receiving chunks: no line needs
+to come back.
 
 Ctrl-C stops reading, drops work in flight, and lets the writer close its output properly
 (the HTML page gets its summary and script, the commented log a closing note). A SIGINT that
@@ -303,9 +304,11 @@ def annotate_sources(
     try:
         if jobs <= 1:
             engine = Engine(explainer, semantic=options.semantic, defer_semantic=defer)
-            for item in _items(sources, limits, progress, by_range=False):
+            for item in _items(sources, limits, progress, by_range=options.format == "summary"):
                 if item[0] == "chunk":
                     handle(item, process_chunk(engine, item[1], item[2], options))
+                elif item[0] == "range":  # read whole, with one copy, like a worker would
+                    handle(item, summarize_range(engine, item[1], limits.max_line, limits.range_bytes))
                 else:
                     handle(item)
         else:

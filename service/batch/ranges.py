@@ -1,4 +1,4 @@
-"""Plain files cut into byte ranges that ``-j`` summary workers read themselves.
+"""Plain files cut into byte ranges that summaries read whole (``-j`` workers: themselves).
 
 A summary sends no line back to the parent, so for an uncompressed regular file the parent
 only picks range boundaries (the first newline after every ``RANGE_BYTES``) and each worker
@@ -7,10 +7,14 @@ chunked, pickled into a pipe and copied out again, which kept two workers waitin
 Lines are numbered from 1 within a range; the parent merges results in input order and shifts
 them by the lines of the ranges before (``Summary.shift_lines``).
 
-Compressed files, standard input and anything that is not a regular file keep the streaming
-path (``reader.SourceReader``). A range is read in blocks of at most ``RANGE_BYTES`` through the
-same ``LineChunker``, so long lines are cut the same way and memory stays flat; its chunks
-are a whole range, so that per-chunk costs are paid ~8 times less often.
+Without workers, ranges are read in-process the same way, which saves the streaming
+chunker's copies. Compressed files, standard input and anything that is not a regular file
+keep the streaming path (``reader.SourceReader``).
+
+A range that ends in a newline and holds no over-long line is read with one ``pread`` and is
+one chunk (per-chunk costs are paid ~8 times less often than with 1 MiB chunks). Any other
+range goes through the same ``LineChunker`` in blocks of at most ``RANGE_BYTES``, so long
+lines are cut the same way and memory stays flat.
 """
 
 from __future__ import annotations
