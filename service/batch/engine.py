@@ -633,7 +633,8 @@ class Engine:
 
     def annotate(self, chunk: Chunk, need_context: bool = True) -> Annotated:
         lines = chunk.data.split(b"\n")
-        shapes = shape_keys.line_keys(chunk.data)
+        distinct, _, first_of, _, key_ids, _ = shape_keys.tally(chunk.data)
+        ids = memoryview(key_ids).cast("I")  # each line's index into distinct
         texts, undecodable, _ = _decode(chunk.data, lines)
         n = len(lines)
         answers: list[Answer | None] = [None] * n
@@ -643,14 +644,17 @@ class Engine:
         pending_text: dict[Any, str] = {}
         pending_target: dict[Any, Shape | None] = {}
         known_cache = self._messages
-        shape_cache = self._shapes
+        shape_of = [self._shapes.get(key) for key in distinct]  # looked up once per distinct key
         constraint = bool(self._constraint_keys)
         hazards = self._hazard_lines(chunk.data)
         for i in range(n):
             text = texts[i]
-            shape = _SLOW if i in hazards else shape_cache.get(shapes[i])
-            if shape is None:
-                shape = self._new_shape(shapes[i], text)
+            if i in hazards:
+                shape = _SLOW
+            else:
+                shape = shape_of[ids[i]]
+                if shape is None:
+                    shape = shape_of[ids[i]] = self._new_shape(distinct[ids[i]], text)
             if shape.fast:
                 message = text[shape.lead:shape.end]
                 context = shape.ctx_const
@@ -724,7 +728,7 @@ class Engine:
         annotated = Annotated(chunk, texts, answers, contexts, line_fields, undecodable)  # type: ignore[arg-type]
         if self.verify != "off" and self._unchecked:
             before = self.mismatches
-            self._verify(annotated, shapes)
+            self._verify(annotated, distinct, first_of)
             if self.mismatches != before:
                 # The demoted shapes now take the spine's path; redo the chunk so that no line
                 # keeps an answer from the fast path that was just caught disagreeing.
@@ -747,15 +751,13 @@ class Engine:
                 found.add(data.count(b"\n", 0, match.start()))
         return found
 
-    def _verify(self, annotated: Annotated, shapes: list[bytes]) -> None:
+    def _verify(self, annotated: Annotated, keys: list[bytes], first_of: list[int]) -> None:
         """Compare the first line of each shape first seen in this chunk with the spine."""
         texts, contexts = annotated.texts, annotated.contexts
-        seen: set[bytes] = set()
-        for i, key in enumerate(shapes):
+        for key, i in zip(keys, first_of):
             shape = self._shapes.get(key)
-            if shape is None or shape.checked or key in seen:
+            if shape is None or shape.checked:
                 continue
-            seen.add(key)
             shape.checked = True
             self._unchecked -= 1
             semantic = self.semantic and not annotated.answers[i].deferred  # its owner asks later
