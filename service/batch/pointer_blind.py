@@ -2,7 +2,7 @@
 
 NCCL prints a comm pointer (``comm 0x7f3a5c00b2d0``) on most of its lines, a different one per
 rank and communicator. Shape keys fold those pointers' hex letters to ``0`` (see
-``engine._fold``), so lines of one shape may differ in them, which digit closure does not
+``shape_keys.fold``), so lines of one shape may differ in them, which digit closure does not
 cover. Checking every new (shape, pointer) pair against the KB cost ~90,000 RE2 and ``re``
 calls per million lines of a big job's log. This module settles the question per shape instead.
 

@@ -5,9 +5,11 @@ the hex letters of every pointer (``0x`` and at least four of ``[0-9a-f]``) made
 the length: NCCL prints a fresh pointer per rank and communicator, and without folding each of
 them would be a new shape to learn (``Engine._runs_ok`` and ``pointer_blind`` make it safe).
 
-``tally`` counts them for ``--format summary``. The native ``_shape_tally`` does it in one pass
-with the GIL released; where it was not built (no C compiler at install time) ``tally`` does
-the same in Python from C-level bytes methods, and gives the same result.
+``tally`` finds them for a whole chunk: the distinct keys with their counts and first and last
+lines (all ``--format summary`` needs), and each line's index into them (what ``annotate``
+looks shapes up by). The native ``_shape_tally`` does it in one pass with the GIL released;
+where it was not built (no C compiler at install time) ``tally`` does the same in Python from
+C-level bytes methods, and gives the same result, slower.
 """
 
 from __future__ import annotations
