@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,20 @@ def run_cli(kb_dir, index_dir, args: list[str], **kwargs) -> subprocess.Complete
     cmd = [sys.executable, "-m", "service.cli", "--kb", str(kb_dir), "--index", str(index_dir),
            "--index-policy", "refuse", *args]
     return subprocess.run(cmd, capture_output=True, timeout=600, **kwargs)
+
+
+def page_rows(html: str) -> list[tuple]:
+    """(source, line number, text, answer or None) per line, answers looked up by id as the
+    page script does."""
+    answers, rows = {}, []
+    for block in html.split("<script ")[1:]:
+        tag, rest = block.split(">", 1)
+        body = rest.split("</script>", 1)[0]
+        if 'class="answers"' in tag:
+            for gid, answer in json.loads(body):
+                assert gid not in answers or answers[gid] == answer, "an id names two answers"
+                answers[gid] = answer
+        elif 'class="chunk"' in tag:
+            data = json.loads(body)
+            rows += [(data["f"], data["s"] + i, t, r) for i, (t, r) in enumerate(zip(data["t"], data["a"]))]
+    return [(f, n, t, answers[r] if r >= 0 else None) for f, n, t, r in rows]

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from batch_helpers import UNRELATED, annotate, run_cli, seed_style_lines
+from batch_helpers import UNRELATED, annotate, page_rows, run_cli, seed_style_lines
 from seed_lines import AFFINITY_LINE, CDB_LINE, FLUSH_LINE, IB_LINE
 from service.batch.cli import make_writer
 from service.batch.engine import Engine
@@ -203,6 +203,24 @@ def test_workers_give_the_same_bytes_as_one_process(kb_dir, index_dir, log, tmp_
     for fmt in ("jsonl", "commented", "summary"):
         assert outputs["1", fmt] == outputs["2", fmt], fmt
     assert outputs["1", "jsonl"].count(b"\n") == big.read_text().count("\n")
+
+
+def test_html_from_workers_shows_what_one_process_shows(kb_dir, index_dir, tmp_path):
+    """With -j 2 each worker numbers its answers apart from the other's and writes its blocks
+    itself (the page differs in ids, not in content): every line resolves to the same answer."""
+    big = tmp_path / "big.log"
+    big.write_text(("\n".join(seed_style_lines()) + "\n") * 400, encoding="utf-8")  # several chunks
+    pages = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out-{jobs}.html"
+        result = run_cli(kb_dir, index_dir, ["annotate", str(big), "--format", "html", "-j", jobs, "--regex-only",
+                                             "--min-severity", "info", "-o", str(out)])
+        assert result.returncode == 0, result.stderr.decode()
+        pages[jobs] = out.read_text(encoding="utf-8")
+    one, two = page_rows(pages["1"]), page_rows(pages["2"])
+    assert len(one) == big.read_text().count("\n") and any(row[3] for row in one)
+    assert two == one
+    assert pages["2"].rstrip().endswith("</html>")
 
 
 def test_fail_on_and_exit_codes(kb_dir, index_dir, log, tmp_path):

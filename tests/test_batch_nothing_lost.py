@@ -14,7 +14,7 @@ import zlib
 
 import pytest
 
-from batch_helpers import annotate, seed_style_lines
+from batch_helpers import annotate, page_rows, seed_style_lines
 from seed_lines import AFFINITY_LINE
 
 FORMATS = ("jsonl", "commented", "html", "summary")
@@ -92,7 +92,7 @@ def _wait_for(path, predicate, timeout=120.0) -> None:
     raise AssertionError(f"{path} never reached the expected state")
 
 
-@pytest.mark.parametrize("fmt,jobs", [("jsonl", "1"), ("jsonl", "2"), ("html", "1"), ("commented", "1")])
+@pytest.mark.parametrize("fmt,jobs", [("jsonl", "1"), ("jsonl", "2"), ("html", "1"), ("html", "2"), ("commented", "1"), ("commented", "2")])
 def test_ctrl_c_leaves_a_valid_truncated_output(kb_dir, index_dir, tmp_path, fmt, jobs):
     """SIGINT while lines are still arriving on stdin: exit 130 and a complete, valid file
     (with -j 2, workers write JSONL themselves: still whole records, no gap in line numbers)."""
@@ -114,6 +114,8 @@ def test_ctrl_c_leaves_a_valid_truncated_output(kb_dir, index_dir, tmp_path, fmt
         assert [r["line_number"] for r in records] == list(range(1, len(records) + 1))
     elif fmt == "html":
         assert data.rstrip().endswith(b"</html>") and b'"interrupted":true' in data
+        rows = page_rows(data.decode("utf-8"))  # every id a line refers to was written before the stop
+        assert [row[1] for row in rows] == list(range(1, len(rows) + 1))
     else:
         assert b"# explainlog: interrupted after" in data
 

@@ -38,6 +38,7 @@ from service.batch.progress import Progress
 from service.batch.ranges import RANGE_BYTES, Range, RangeResult, split, summarize_range
 from service.batch.reader import CHUNK_BYTES, MAX_LINE_BYTES, Chunk, SourceReader
 from service.batch.summary import Summary
+from service.batch.write_html import AnswerBlocks
 
 
 class Writer(Protocol):
@@ -83,7 +84,8 @@ _WORKER: dict[str, Any] = {}
 
 
 class _Turns:
-    """Workers write JSONL payloads to the output themselves, strictly in chunk order.
+    """Workers write JSONL payloads (and HTML data blocks) to the output themselves, strictly
+    in chunk order.
 
     A JSONL payload is ~2 KB per line. Sent back through the pool's pipe it would be pickled,
     copied four times and unpickled by the parent, which is then the bottleneck at -j 2. With
@@ -155,14 +157,17 @@ def _park_dir() -> str | None:
         return None
 
 
-def _worker_init(explainer: Any, semantic: bool, turns: _Turns | None, defer: bool) -> None:
+def _worker_init(explainer: Any, semantic: bool, turns: _Turns | None, defer: bool, slots: Any, jobs: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
     _WORKER["engine"] = Engine(explainer, semantic=semantic, defer_semantic=defer)
     _WORKER["turns"] = turns
+    with slots.get_lock():  # this worker's place among the pool's: its html answer ids
+        slot, slots.value = slots.value, slots.value + 1
+    _WORKER["blocks"] = AnswerBlocks(slot, jobs)
 
 
 def _worker_run(chunk: Chunk, name: str, options: Options, seq: int) -> ChunkResult:
-    result = process_chunk(_WORKER["engine"], chunk, name, options)
+    result = process_chunk(_WORKER["engine"], chunk, name, options, _WORKER["blocks"])
     turns = _WORKER["turns"]
     if turns is not None:
         turns.write(seq, result.payload)
@@ -171,9 +176,10 @@ def _worker_run(chunk: Chunk, name: str, options: Options, seq: int) -> ChunkRes
 
 
 def _output_fd(writer: Writer, options: Options) -> int | None:
-    """The descriptor workers may write JSONL to directly (None: send payloads back)."""
+    """The descriptor workers may write JSONL or HTML blocks to directly (None: send payloads
+    back)."""
     out = getattr(writer, "out", None)
-    if options.format != "jsonl" or out is None:
+    if options.format not in ("jsonl", "html") or out is None:
         return None
     try:
         fd = out.fileno()
@@ -304,9 +310,10 @@ def annotate_sources(
     try:
         if jobs <= 1:
             engine = Engine(explainer, semantic=options.semantic, defer_semantic=defer)
+            blocks = AnswerBlocks()
             for item in _items(sources, limits, progress, by_range=options.format == "summary"):
                 if item[0] == "chunk":
-                    handle(item, process_chunk(engine, item[1], item[2], options))
+                    handle(item, process_chunk(engine, item[1], item[2], options, blocks))
                 elif item[0] == "range":  # read whole, with one copy, like a worker would
                     handle(item, summarize_range(engine, item[1], limits.max_line, limits.range_bytes))
                 else:
@@ -316,7 +323,8 @@ def annotate_sources(
             fd = _output_fd(writer, options)
             park = _park_dir() if fd is not None else None
             turns = _Turns(context, fd, park) if fd is not None else None
-            pool = context.Pool(jobs, initializer=_worker_init, initargs=(explainer, options.semantic, turns, defer))
+            pool = context.Pool(jobs, initializer=_worker_init,
+                                initargs=(explainer, options.semantic, turns, defer, context.Value("i", 0), jobs))
             if defer:  # the workers are forked: a thread may start now, and will almost surely be needed
                 warm = _warm_up(explainer)
             window: deque = deque()

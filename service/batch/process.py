@@ -16,6 +16,7 @@ from service.batch.options import Options
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
 from service.batch.write_commented import Rendered, render_chunk
+from service.batch.write_html import AnswerBlocks
 
 
 @dataclass
@@ -23,18 +24,17 @@ class ChunkResult:
     source: int
     first_line: int
     n_lines: int
-    payload: bytes = b""  # jsonl: the encoded records
-    written: bool = False  # jsonl: a worker already wrote the payload to the output
-    refs: list[int] = field(default_factory=list)  # html: table index per line, -1 = none
-    # html: (answer uid, pattern id, role, answer data as JSON) per distinct answer
-    table: list[tuple[bytes, str, str, bytes]] = field(default_factory=list)
+    payload: bytes = b""  # jsonl: the encoded records; html: the page's data blocks
+    written: bool = False  # a worker already wrote the payload to the output
     rendered: Rendered | None = None  # commented: the chunk's text, but for runs at its edges
     undecodable: list[int] = field(default_factory=list)  # line indices within the chunk
     cut: dict[int, int] = field(default_factory=dict)
     summary: Summary = field(default_factory=Summary)
 
 
-def process_chunk(engine: Engine, chunk: Chunk, source_name: str, options: Options) -> ChunkResult:
+def process_chunk(engine: Engine, chunk: Chunk, source_name: str, options: Options,
+                  blocks: AnswerBlocks | None = None) -> ChunkResult:
+    """``blocks``: the run's (or worker's) answer numbering, for html."""
     result = ChunkResult(chunk.source, chunk.first_line, chunk.n_lines, cut=chunk.cut)
     if options.format == "summary":
         result.summary = engine.summarize(chunk)
@@ -47,7 +47,8 @@ def process_chunk(engine: Engine, chunk: Chunk, source_name: str, options: Optio
     elif options.format == "commented":
         result.rendered = render_chunk(annotated, options)
     else:
-        result.refs, result.table = _references(annotated, options)
+        assert blocks is not None, "html needs the run's AnswerBlocks"
+        result.payload = blocks.render(annotated, options)
     return result
 
 
@@ -96,20 +97,3 @@ def encode_jsonl(annotated: Annotated, source_name: str, options: Options, undec
     for i, mark in marks.items():
         out[i] = out[i][:-2] + mark + b"}\n"
     return b"".join(out)
-
-
-def _references(annotated: Annotated, options: Options) -> tuple[list[int], list[tuple[bytes, str, str, bytes]]]:
-    index: dict[int, int] = {}
-    table: list[tuple[bytes, str, str, bytes]] = []
-    refs: list[int] = []
-    minimum = options.min_rank
-    for answer in annotated.answers:
-        if answer.rank < minimum or not answer.known:
-            refs.append(-1)
-            continue
-        position = index.get(id(answer))
-        if position is None:
-            position = index[id(answer)] = len(table)
-            table.append((answer.uid, answer.key[1], answer.role, answer.json))
-        refs.append(position)
-    return refs, table

@@ -3,22 +3,26 @@
 The summary belongs at the top of the page but is known only at the end, so the file is
 written in one pass as data blocks (``<script type="application/json">``: each distinct answer
 once, then each chunk's lines with references to answers) followed by the summary and the page
-script, which lays the summary out on top and pages through the lines. Nothing is held back
-in memory but the table of answer ids, which is bounded. An interrupted run still closes the
-page properly, marked as interrupted.
+script, which lays the summary out on top and pages through the lines. The blocks are rendered
+where the chunk was annotated (``AnswerBlocks``; with ``-j``, each worker writes its own, in
+chunk order). Nothing is held back in memory but the table of answer ids, which is bounded.
+An interrupted run still closes the page properly, marked as interrupted.
 """
 
 from __future__ import annotations
 
 from importlib import resources
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import orjson
 
+from service.batch.engine import Annotated
 from service.batch.options import Options
 from service.batch.problems import Problem
-from service.batch.process import ChunkResult
 from service.batch.summary import Summary
+
+if TYPE_CHECKING:
+    from service.batch.process import ChunkResult
 
 ANSWER_TABLE_LIMIT = 200_000
 
@@ -32,12 +36,75 @@ def _asset(name: str) -> str:
     return resources.files("service.batch").joinpath(name).read_text(encoding="utf-8")
 
 
+class AnswerBlocks:
+    """Renders chunks as the page's data blocks: each distinct answer once (an ``answers``
+    block before the first chunk that uses it), then the chunk's lines with answer ids.
+
+    One per run and process. Ids are ``slot + stride * n``: ``-j`` workers (``slot`` = worker,
+    ``stride`` = jobs) number their answers apart without talking to each other, so each can
+    write its blocks to the page itself, in chunk order, like ``jsonl``; an answer met by two
+    workers is written by both. The table of ids is bounded: answers seen again after it was
+    cleared are simply written again.
+    """
+
+    def __init__(self, slot: int = 0, stride: int = 1) -> None:
+        self.slot = slot
+        self.stride = stride
+        self._ids: dict[bytes, int] = {}
+        self._next = 0
+
+    def render(self, annotated: Annotated, options: Options) -> bytes:
+        refs, table = _references(annotated, options)
+        if self._next + len(table) > ANSWER_TABLE_LIMIT and len(self._ids) > ANSWER_TABLE_LIMIT // 2:
+            self._ids.clear()
+        fresh = []
+        local = []
+        for uid, answer_json in table:
+            gid = self._ids.get(uid)
+            if gid is None:
+                gid = self._ids[uid] = self.slot + self.stride * self._next
+                self._next += 1
+                fresh.append(b"[%d,%b]" % (gid, answer_json))
+            local.append(gid)
+        out = []
+        if fresh:
+            # the answers are JSON already; '<' is escaped as _json does
+            answers = (b"[" + b",".join(fresh) + b"]").replace(b"<", b"\\u003c")
+            out.append(b'<script type="application/json" class="answers">' + answers + b"</script>\n")
+        chunk = annotated.chunk
+        texts = chunk.data.decode("utf-8", "replace").split("\n")
+        notes = [[i, "this line has bytes that are not UTF-8"] for i in annotated.undecodable]
+        notes += [[i, f"this line was {length:,} bytes; only the first part is kept"] for i, length in chunk.cut.items()]
+        block = {"f": chunk.source, "s": chunk.first_line, "t": texts, "a": [local[r] if r >= 0 else -1 for r in refs]}
+        if notes:
+            block["n"] = notes
+        out.append(b'<script type="application/json" class="chunk">' + _json(block) + b"</script>\n")
+        return b"".join(out)
+
+
+def _references(annotated: Annotated, options: Options) -> tuple[list[int], list[tuple[bytes, bytes]]]:
+    """Per line, the index of its answer in the chunk's table of (uid, JSON), or -1 for lines
+    shown without an explanation (unknown, or under ``--min-severity``)."""
+    index: dict[int, int] = {}
+    table: list[tuple[bytes, bytes]] = []
+    refs: list[int] = []
+    minimum = options.min_rank
+    for answer in annotated.answers:
+        if answer.rank < minimum or not answer.known:
+            refs.append(-1)
+            continue
+        position = index.get(id(answer))
+        if position is None:
+            position = index[id(answer)] = len(table)
+            table.append((answer.uid, answer.json))
+        refs.append(position)
+    return refs, table
+
+
 class HtmlWriter:
     def __init__(self, out: BinaryIO, options: Options, title: str = "explainlog report") -> None:
         self.out = out
         self.options = options
-        self._ids: dict[bytes, int] = {}
-        self._next_id = 0
         lang = "zh" if options.lang == "zh" else "en"
         head = (
             f'<!doctype html>\n<html lang="{lang}"><head><meta charset="utf-8">'
@@ -52,30 +119,8 @@ class HtmlWriter:
         pass  # file names travel in the summary; lines carry their source index
 
     def write(self, data: bytes, result: ChunkResult) -> None:
-        fresh = []
-        if self._next_id + len(result.table) > ANSWER_TABLE_LIMIT and len(self._ids) > ANSWER_TABLE_LIMIT // 2:
-            self._ids.clear()  # bounded memory: answers seen again are simply written again
-        refs = []
-        local = []
-        for uid, _, _, answer_json in result.table:
-            gid = self._ids.get(uid)
-            if gid is None:
-                gid = self._ids[uid] = self._next_id
-                self._next_id += 1
-                fresh.append(b"[%d,%b]" % (gid, answer_json))
-            local.append(gid)
-        refs = [local[r] if r >= 0 else -1 for r in result.refs]
-        if fresh:
-            # the answers arrive as JSON already; '<' is escaped as _json does
-            answers = (b"[" + b",".join(fresh) + b"]").replace(b"<", b"\\u003c")
-            self.out.write(b'<script type="application/json" class="answers">' + answers + b"</script>\n")
-        texts = data.decode("utf-8", "replace").split("\n")
-        notes = [[i, "this line has bytes that are not UTF-8"] for i in result.undecodable]
-        notes += [[i, f"this line was {length:,} bytes; only the first part is kept"] for i, length in result.cut.items()]
-        block = {"f": result.source, "s": result.first_line, "t": texts, "a": refs}
-        if notes:
-            block["n"] = notes
-        self.out.write(b'<script type="application/json" class="chunk">' + _json(block) + b"</script>\n")
+        if not result.written:  # -j workers may have written their blocks themselves
+            self.out.write(result.payload)
 
     def note(self, problem: Problem) -> None:
         pass  # problems are shown from the summary
