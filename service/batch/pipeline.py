@@ -52,7 +52,7 @@ class Writer(Protocol):
 class Limits:
     max_line: int = MAX_LINE_BYTES
     chunk_bytes: int = CHUNK_BYTES
-    range_bytes: int = RANGE_BYTES  # -j summaries of plain files: see ``ranges``
+    range_bytes: int = RANGE_BYTES  # summaries of plain files: see ``ranges``
 
 
 class _Interrupts:

@@ -109,7 +109,7 @@ def comment_lines(data: dict, langs: tuple[str, ...]) -> list[str]:
 class Run:
     """Consecutive lines explained by one entry, not written yet: the header counts them."""
 
-    key: bytes  # the entry's pattern id
+    key: str  # the entry's pattern id
     comment: list[str]  # the comment of the answer of the line that started it
     lines: list[bytes]
     size: int  # bytes of its lines, newlines included
@@ -175,8 +175,8 @@ def render_chunk(annotated: Annotated, options: Options) -> Rendered:
     i, n = 0, len(lines)
     first = explained[0]
     if first is not None and 0 not in notes:
-        key = first.key[1].encode()
-        while i < n and explained[i] is not None and i not in notes and explained[i].key[1].encode() == key:
+        key = first.key[1]
+        while i < n and explained[i] is not None and i not in notes and explained[i].key[1] == key:
             i += 1
         head = Run(key, _comment(first, langs), lines[:i], sum(map(len, lines[:i])) + i)
     if i == n:
@@ -187,7 +187,7 @@ def render_chunk(annotated: Annotated, options: Options) -> Rendered:
         if j in notes or answer is None:
             body.plain(lines[j], notes.get(j, ()), answer is None)
         if answer is not None:
-            body.explained(lines[j], answer.key[1].encode(), lambda a=answer: _comment(a, langs))
+            body.explained(lines[j], answer.key[1], lambda a=answer: _comment(a, langs))
     tail, body.run = body.run, None
     return Rendered(head, True, body.out.getvalue(), body.lines_written, tail)
 
@@ -232,7 +232,7 @@ class CommentedWriter:
             self.out.write(line + b"\n")
             self.lines_written += 1
 
-    def explained(self, line: bytes, key: bytes, comment: Callable[[], list[str]]) -> None:
+    def explained(self, line: bytes, key: str, comment: Callable[[], list[str]]) -> None:
         """A line explained by entry ``key``: joins the open run of that entry, or starts one
         (a run cut at RUN_BYTES goes on as a "(continued)" one)."""
         run = self.run
