@@ -24,6 +24,7 @@ class CheckContext:
     kb: KnowledgeBase
     compiled: list[LoadedEntry]  # entries whose pattern compiles, in KB order
     patterns: PatternSet
+    kb_dir: Path | None = None
 
 
 def _finding(loaded: LoadedEntry, check: str, message: str, *path: object) -> Finding:
@@ -103,6 +104,10 @@ def check_action_for_problems(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
+def _is_record(loaded: LoadedEntry) -> bool:
+    return loaded.file.endswith(".jsonl")
+
+
 def check_examples(ctx: CheckContext) -> Iterator[Finding]:
     for index, loaded in enumerate(ctx.compiled):
         entry = loaded.entry
@@ -113,6 +118,10 @@ def check_examples(ctx: CheckContext) -> Iterator[Finding]:
             where = ("examples", n)
             if index not in hits:
                 yield _finding(loaded, "example", f"example does not match its own pattern: {message[:120]!r}", *where)
+                continue
+            if _is_record(loaded):
+                # A curated entry answering a record's example is the design (richer text wins);
+                # among records the more specific format answers. Links are checked below.
                 continue
             winner = hits[0]
             rivals = [
@@ -155,6 +164,50 @@ def check_negatives(ctx: CheckContext) -> Iterator[Finding]:
                 yield _finding(loaded, "negative", f"negative matches the pattern: {negative[:120]!r}", "negatives", n)
 
 
+def check_catalog(ctx: CheckContext) -> Iterator[Finding]:
+    """Every record: unique id, text in both languages, a pattern that compiles and matches
+    its own example; every curated ``formats:`` link exists and its example matches the entry."""
+    records = ctx.kb.records
+    curated_ids = {l.entry.id for l in ctx.kb.entries}
+    from indexer.catalog.records import load_catalog
+
+    loaded_records, _ = load_catalog(ctx.kb_dir) if ctx.kb_dir else ([], [])
+    seen: dict[str, str] = {}
+    for rec, file, line in loaded_records:
+        where = f"{file}:{line}"
+        if rec.id in seen or rec.id in curated_ids:
+            yield Finding(file, line, rec.id, "catalog", f"duplicate id (first at {seen.get(rec.id, 'a curated entry')})")
+        seen.setdefault(rec.id, where)
+        if not rec.has_text:
+            yield Finding(file, line, rec.id, "catalog", "record has no title/explanation text (en and zh)")
+        elif rec.severity != Severity.info and rec.action is None:
+            yield Finding(file, line, rec.id, "catalog", f"severity {rec.severity.value} needs an action")
+        try:
+            rx = compile_pattern(rec.pattern)
+        except Exception as exc:
+            yield Finding(file, line, rec.id, "catalog", f"pattern does not compile under RE2: {exc}")
+            continue
+        if not rx.search(normalize_line(rec.example.line).message):
+            yield Finding(file, line, rec.id, "catalog", f"pattern does not match its example {rec.example.line[:100]!r}")
+    for loaded in ctx.compiled:
+        if _is_record(loaded):
+            continue
+        entry = loaded.entry
+        rx = compile_pattern(entry.pattern)
+        for n, fid in enumerate(entry.formats):
+            rec = records.get(fid)
+            if rec is None:
+                yield _finding(loaded, "formats", f"links unknown catalogue record {fid!r}", "formats", n)
+                continue
+            message, context = _message_and_context(rec.example.line)
+            if not rx.search(message):
+                yield _finding(
+                    loaded, "formats",
+                    f"pattern does not match the example of linked format {fid}: {rec.example.line[:100]!r}",
+                    "formats", n,
+                )
+
+
 CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_unique_ids,
     check_regex_compiles,
@@ -164,12 +217,14 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_action_for_problems,
     check_examples,
     check_negatives,
+    check_catalog,
 ]
 
 
-def compilable(kb: KnowledgeBase) -> list[LoadedEntry]:
+def compilable(kb: KnowledgeBase, catalog: bool = True) -> list[LoadedEntry]:
+    """Entries whose patterns compile: curated ones, then (by default) catalogue records."""
     out = []
-    for loaded in kb.entries:
+    for loaded in (kb.all_entries if catalog else kb.entries):
         try:
             compile_pattern(loaded.entry.pattern)
             for rx in loaded.entry.context.values():
@@ -184,7 +239,7 @@ def run_checks(kb_dir: Path) -> tuple[KnowledgeBase, list[Finding]]:
     """Load the KB and run every check; schema and YAML problems come first."""
     kb = load_kb(kb_dir)
     compiled = compilable(kb)
-    ctx = CheckContext(kb=kb, compiled=compiled, patterns=PatternSet([l.entry for l in compiled]))
+    ctx = CheckContext(kb=kb, compiled=compiled, patterns=PatternSet([l.entry for l in compiled]), kb_dir=Path(kb_dir))
     findings = list(kb.findings)
     for check in CHECKS:
         findings.extend(check(ctx))
@@ -197,7 +252,10 @@ def summarize(kb: KnowledgeBase, findings: list[Finding]) -> str:
         by_check[finding.check] += 1
     n_examples = sum(len(l.entry.examples) for l in kb.entries)
     n_neg = sum(len(l.entry.negatives) for l in kb.entries)
-    head = f"{len(kb.entries)} entries in {len(kb.files)} files, {n_examples} examples, {n_neg} negatives"
+    head = (
+        f"{len(kb.entries)} entries in {len(kb.files)} files, {n_examples} examples, {n_neg} negatives; "
+        f"{len(kb.records)} catalogue records ({len(kb.catalog)} answer lines)"
+    )
     if not findings:
         return f"kb check: OK: {head}"
     detail = ", ".join(f"{k}: {v}" for k, v in sorted(by_check.items()))

@@ -57,6 +57,15 @@ class KnowledgeBase:
     findings: list[Finding]
     digest: str
     files: list[Path]
+    # The source-derived catalogue (kb/catalog/*.jsonl): every record by id, and those that
+    # can answer a line (text written, enough fixed text) as entries, ranked below curated ones.
+    records: dict = field(default_factory=dict)
+    catalog: list[LoadedEntry] = field(default_factory=list)
+
+    @property
+    def all_entries(self) -> list[LoadedEntry]:
+        """Curated entries first, then catalogue records: the order every tier uses."""
+        return self.entries + self.catalog
 
     def by_id(self) -> dict[str, LoadedEntry]:
         return {loaded.entry.id: loaded for loaded in self.entries}
@@ -173,4 +182,28 @@ def load_kb(kb_dir: Path) -> KnowledgeBase:
                     )
                 continue
             entries.append(LoadedEntry(entry=entry, file=shown, line=line, positions=positions))
-    return KnowledgeBase(entries=entries, findings=findings, digest=kb_digest(kb_dir), files=files)
+    records, catalog = _load_catalog(kb_dir, findings)
+    return KnowledgeBase(
+        entries=entries, findings=findings, digest=kb_digest(kb_dir), files=files,
+        records=records, catalog=catalog,
+    )
+
+
+def _load_catalog(kb_dir: Path, findings: list[Finding]) -> tuple[dict, list[LoadedEntry]]:
+    from indexer.catalog.records import as_entry, load_catalog
+
+    loaded, problems = load_catalog(kb_dir)
+    for p in problems:
+        findings.append(Finding(p.file, p.line, p.record_id, "catalog", str(p)))
+    records = {}
+    catalog: list[LoadedEntry] = []
+    for rec, shown, number in loaded:
+        records[rec.id] = rec
+        if rec.matchable and rec.has_text:
+            try:
+                entry = as_entry(rec)
+            except ValidationError as exc:
+                findings.append(Finding(shown, number, rec.id, "catalog", str(exc.errors()[0]["msg"])))
+                continue
+            catalog.append(LoadedEntry(entry=entry, file=shown, line=number))
+    return records, catalog

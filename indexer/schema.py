@@ -129,6 +129,9 @@ class PatternEntry(BaseModel):
     source: NonEmpty
     references: list[NonEmpty] = Field(default_factory=list)
     versions: Optional[str] = None
+    # Ids of the catalogue records (kb/catalog/) whose message this entry explains: every
+    # format of the message, old and new wordings; the entry's pattern must match their examples.
+    formats: list[str] = Field(default_factory=list)
 
     @field_validator("examples", mode="before")
     @classmethod

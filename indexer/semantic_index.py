@@ -68,7 +68,7 @@ def index_items(kb: KnowledgeBase, unrelated: list[str]) -> list[IndexItem]:
     for text in {embedding_text(line) for line in unrelated}:
         if text:
             items.append(IndexItem("", UNRELATED, text))
-    for loaded in kb.entries:
+    for loaded in kb.all_entries:
         entry = loaded.entry
         candidates = [("title", entry.title.en)] + [("example", embedding_text(e.line)) for e in entry.examples]
         for kind, text in candidates:
@@ -177,10 +177,10 @@ def _calibration_lines(kb_dir: Path) -> list[str]:
 def _fit_calibration(
     kb: KnowledgeBase, kb_dir: Path, encoder: Encoder, index: SemanticIndex
 ) -> tuple[Calibrator, dict]:
-    patterns = PatternSet([l.entry for l in kb.entries])
+    patterns = PatternSet([l.entry for l in kb.all_entries])
     queries: list[str] = []
     truths: list[str | None] = []
-    for loaded in kb.entries:
+    for loaded in kb.all_entries:
         for example in loaded.entry.examples:
             queries.append(embedding_text(example.line))
             truths.append(loaded.entry.id)
@@ -227,7 +227,7 @@ def build_index(kb: KnowledgeBase, kb_dir: Path, index_dir: Path, encoder: Encod
         "dim": int(vectors.shape[1]),
         "n_items": len(items),
         "n_unrelated_items": sum(item.kind == UNRELATED for item in items),
-        "n_entries": len(kb.entries),
+        "n_entries": len(kb.all_entries),
         "calibration": Calibrator(weights=(0.0, 0.0, 0.0, 0.0)).to_json(),
     }
     provisional = SemanticIndex(meta, items, vectors)

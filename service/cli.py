@@ -44,6 +44,23 @@ def _cmd_kb_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_catalog_build(args: argparse.Namespace) -> int:
+    from indexer.catalog.run import build
+
+    sources = {}
+    for item in args.source or []:
+        name, _, path = item.partition("=")
+        if not path:
+            print(f"catalog build: --source wants NAME=PATH, got {item!r}", file=sys.stderr)
+            return 2
+        sources[name] = path
+    counts = build(Path(args.kb) / "catalog", sources)
+    for component, row in counts.items():
+        levels = ", ".join(f"{k} {v}" for k, v in row["by_level"].items())
+        print(f"{component}: {row['records']} records ({levels})")
+    return 0
+
+
 def _explainer(args: argparse.Namespace):
     from service.explainer import Explainer
 
@@ -225,6 +242,19 @@ def build_parser() -> argparse.ArgumentParser:
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
     kb_sub.add_parser("check", help="validate every entry, example and negative").set_defaults(func=_cmd_kb_check)
     kb_sub.add_parser("schema", help="print the entry JSON Schema").set_defaults(func=_cmd_kb_schema)
+
+    catalog = sub.add_parser(
+        "catalog", help="the source-derived message catalogue (kb/catalog/)",
+        description="Regenerate kb/catalog/ from local source copies; texts are kept by record id.",
+        epilog="example:\n  explainlog catalog build --source nccl=/src/nccl.git --source rccl=/src/rccl.git "
+               "--source torch-wheels=/src/torch-wheels --source torch-src=/src/torch-src",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    catalog_sub = catalog.add_subparsers(dest="catalog_command", required=True)
+    cb = catalog_sub.add_parser("build", help="extract every message format at every release tag")
+    cb.add_argument("--source", action="append", metavar="NAME=PATH",
+                    help="nccl, rccl (git dirs), torch-wheels, torch-src (directories); see docs/catalog.md")
+    cb.set_defaults(func=_cmd_catalog_build)
     return parser
 
 

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 from indexer import paths
 from indexer.calibration import REGEX_CONFIDENCE, Calibrator
+from indexer.catalog.records import pattern_tier, source_of
 from indexer.encoder import Encoder, default_encoder
 from indexer.kb_check import compilable
 from indexer.kb_cache import load_kb_cached
@@ -35,7 +36,7 @@ from indexer.texts import field_values, fill_bilingual
 
 CONTRACT_KEYS = (
     "line", "known", "confidence", "pattern_id", "tier", "component", "severity", "role",
-    "title", "explanation", "action", "fields", "context", "candidates",
+    "title", "explanation", "action", "fields", "context", "candidates", "source",
 )
 
 
@@ -191,8 +192,20 @@ class Explainer:
             return self._known(line, entry, {}, confidence, "semantic", candidates)
         return self._unknown(line, candidates, confidence)
 
+    def source(self, entry: PatternEntry) -> dict | None:
+        """Where the line is printed and in which releases: the catalogue record itself, or the
+        first format a curated entry links; an unlinked curated entry names its source file."""
+        records = self.kb.records
+        rec = records.get(entry.id) or next((records[f] for f in entry.formats if f in records), None)
+        if rec is not None:
+            return source_of(rec)
+        repo, _, file = entry.source.partition(" ")
+        return {"repo": repo, "file": file, "line": None, "function": None, "versions": entry.versions, "record": None}
+
     def _known(self, line, entry: PatternEntry, fields: dict[str, str], confidence: float, tier: str, candidates) -> dict:
         values = field_values(entry, fields)
+        if tier == "regex":
+            tier = pattern_tier(entry)
         return {
             "line": line.raw,
             "known": True,
@@ -208,6 +221,7 @@ class Explainer:
             "fields": fields,
             "context": line.context,
             "candidates": candidates,
+            "source": self.source(entry),
         }
 
     def _unknown(self, line: NormalizedLine, candidates: list, confidence: float) -> dict:
@@ -226,6 +240,7 @@ class Explainer:
             "fields": {},
             "context": line.context,
             "candidates": candidates,
+            "source": None,
         }
 
     def template(self, line: str) -> str:

@@ -32,6 +32,7 @@ import orjson
 import re2
 
 from indexer.calibration import REGEX_CONFIDENCE
+from indexer.catalog.records import pattern_tier
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
 from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, placeholders
 from service.batch import shape_keys
@@ -40,15 +41,12 @@ from service.batch.pointer_blind import marked, prefilter, probe
 from service.batch.re_twin import python_twin
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
+from service.explainer import CONTRACT_KEYS  # one contract for every front-end
 
 _SET_OPTIONS = re2.Options()
 _SET_OPTIONS.max_mem = 256 << 20  # the whole KB in one set, as the spine's PatternSet has it
 _SET_OPTIONS.log_errors = False
 
-CONTRACT_KEYS = (
-    "line", "known", "confidence", "pattern_id", "tier", "component", "severity", "role",
-    "title", "explanation", "action", "fields", "context", "candidates",
-)
 _HEAD_KEYS = CONTRACT_KEYS[1:11]  # known .. action: what comes between "line" and "fields"
 _RANK = {"info": 0, "warning": 1, "error": 2, "fatal": 3}
 _DIGIT = re.compile(r"\d")
@@ -85,7 +83,8 @@ class Answer:
         self.rank = _RANK.get(answer["severity"], -1)
         self.head = orjson.dumps({k: answer[k] for k in _HEAD_KEYS})[1:-1]
         self.fields_json = orjson.dumps(answer["fields"])
-        self.tail = tail if tail is not None else orjson.dumps({"candidates": answer["candidates"]})[1:-1]
+        self.tail = tail if tail is not None else orjson.dumps(
+            {"candidates": answer["candidates"], "source": answer["source"]})[1:-1]
         self._uid: bytes | None = None
         self._json: bytes | None = None
         self.deferred = False  # unknown, and the semantic tier is left to the summary's owner
@@ -174,7 +173,7 @@ class HeadTemplate:
             return None if text is None else {"en": resolve(text.en, 0), "zh": resolve(text.zh, 1)}
 
         head = {
-            "known": True, "confidence": round(REGEX_CONFIDENCE, 4), "pattern_id": entry.id, "tier": "regex",
+            "known": True, "confidence": round(REGEX_CONFIDENCE, 4), "pattern_id": entry.id, "tier": pattern_tier(entry),
             "component": entry.component.value, "severity": entry.severity.value, "role": entry.role.value,
             "title": bilingual(entry.title), "explanation": bilingual(entry.explanation),
             "action": bilingual(entry.action),

@@ -1,0 +1,149 @@
+"""Build ``kb/catalog/<component>.jsonl`` from source trees at release tags.
+
+One record per distinct (level, format) of a component. Its place (file, line, function) is
+taken from the newest tag that has it; ``versions`` lists every tag read that has it. Texts
+(title, explanation, action, severity, role) are written by people reading the code and kept
+across rebuilds by record id, which is a digest of the component, level and format, so a
+record keeps its id and text for as long as the message keeps its wording.
+
+Same trees in, same bytes out: records are sorted, JSON is written with sorted keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from indexer.catalog.extract import Occurrence, meaningful
+from indexer.catalog.formats import display_format, example_line, to_pattern
+from indexer.catalog.sources import Tree
+
+TEXT_KEYS = ("title", "explanation", "action", "severity", "role", "example_real", "note")
+
+
+@dataclass
+class Merged:
+    component: str
+    repo: str
+    level: str
+    pieces: tuple
+    anchored: bool
+    kind: str
+    first: Occurrence
+    versions: list[str] = field(default_factory=list)
+    locations: set = field(default_factory=set)
+
+
+def version_key(tag: str) -> tuple:
+    nums = [int(n) for n in re.findall(r"\d+", tag)]
+    return tuple(nums)
+
+
+def record_id(component: str, file: str, level: str, fmt: str) -> str:
+    stem = re.sub(r"[^a-z0-9]+", "_", Path(file).stem.lower()).strip("_") or "src"
+    digest = hashlib.sha1(f"{component}\0{level}\0{fmt}".encode()).hexdigest()[:8]
+    return f"{component}.{stem}.{digest}"
+
+
+def collect(
+    component: str | Callable[[str], str],
+    repo: str,
+    trees: Iterable[Tree],
+    extractor: Callable[[str, str], list[Occurrence]],
+) -> dict[tuple, Merged]:
+    """Every occurrence in every tree, merged by (level, format); newest tag's place wins."""
+    merged: dict[tuple, Merged] = {}
+    parsed: dict[str, list[Occurrence]] = {}
+    ordered = sorted(trees, key=lambda t: version_key(t.version), reverse=True)
+    for tree in ordered:
+        seen_here: set[tuple] = set()
+        for f in tree.files:
+            occs = parsed.get(f.blob + f.path)
+            if occs is None:
+                occs = extractor(f.path, f.read())
+                parsed[f.blob + f.path] = occs
+            for occ in occs:
+                key = (occ.level, display_format(list(occ.pieces)))
+                m = merged.get(key)
+                if m is None:
+                    comp = component(occ.file) if callable(component) else component
+                    m = merged[key] = Merged(comp, repo, occ.level, occ.pieces, occ.anchored, occ.kind, occ)
+                m.locations.add(occ.file)
+                if key not in seen_here:
+                    seen_here.add(key)
+                    m.versions.append(tree.version)
+    for m in merged.values():
+        m.versions.sort(key=version_key)
+    return merged
+
+
+def to_record(m: Merged, texts: dict[str, dict]) -> dict:
+    fmt = display_format(list(m.pieces))
+    pattern, groups = to_pattern(list(m.pieces), anchor_start=m.anchored)
+    rid = record_id(m.component, m.first.file, m.level, fmt)
+    text = texts.get(rid, {})
+    level_severity = {
+        "INFO": "info", "WARN": "warning", "WARNING": "warning", "ERROR": "error", "FATAL": "fatal",
+        "debug": "info", "info": "info", "warning": "warning", "warn": "warning", "error": "error",
+        "exception": "error", "critical": "fatal", "print": "info",
+    }
+    severity = text.get("severity") or level_severity.get(m.level, "error")
+    record = {
+        "id": rid,
+        "component": m.component,
+        "repo": m.repo,
+        "file": m.first.file,
+        "line": m.first.line,
+        "function": m.first.function,
+        "level": m.level,
+        "call": m.kind,
+        "format": fmt,
+        "pattern": pattern,
+        "groups": {name: arg for name, arg in groups},
+        "versions": m.versions,
+        "matchable": meaningful(m.pieces),
+        "severity": severity,
+        "role": text.get("role") or ("context" if severity == "info" else "root_cause"),
+        "title": text.get("title"),
+        "explanation": text.get("explanation"),
+        "action": text.get("action"),
+    }
+    if len(m.locations) > 1:
+        record["also_in"] = sorted(m.locations - {m.first.file})
+    real = text.get("example_real")
+    if real:
+        record["example"] = {"line": real, "constructed": False}
+    else:
+        record["example"] = {"line": example_line(list(m.pieces)), "constructed": True}
+    return record
+
+
+def load_texts(path: Path) -> dict[str, dict]:
+    """Texts already written for a catalogue file, by record id."""
+    texts: dict[str, dict] = {}
+    if not path.exists():
+        return texts
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        keep = {k: rec.get(k) for k in ("title", "explanation", "action", "severity", "role") if rec.get(k)}
+        ex = rec.get("example") or {}
+        if ex and not ex.get("constructed"):
+            keep["example_real"] = ex.get("line")
+        texts[rec["id"]] = keep
+    return texts
+
+
+def write_records(path: Path, records: list[dict]) -> None:
+    records = sorted(records, key=lambda r: (r["file"], r["line"], r["id"]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        for rec in records:
+            out.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+    tmp.replace(path)

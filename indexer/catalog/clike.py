@@ -1,0 +1,352 @@
+"""Find log calls in C, C++ and CUDA source without a compiler.
+
+The scanner blanks comments and string contents (keeping offsets), so braces and call names
+are found in code only; it tracks function bodies by brace depth to name the enclosing
+function (or the ``#define`` a call sits in), and parses each call's arguments with string
+literals, adjacent-literal concatenation and ``PRIu64``-style macros understood.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from indexer.catalog.formats import Piece, Slot, merge_pieces, printf_pieces, brace_pieces
+
+_PRI = {
+    "PRIu64": "lu", "PRId64": "ld", "PRIx64": "lx", "PRIX64": "lX", "PRIi64": "li",
+    "PRIu32": "u", "PRId32": "d", "PRIx32": "x", "PRIu16": "u", "PRIu8": "u", "PRIxPTR": "lx",
+    "PRIuPTR": "lu", "PRIdPTR": "ld", "PRIu": "u", "SCNu64": "lu",
+}
+_KEYWORDS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "do", "else", "case"}
+
+
+@dataclass
+class Call:
+    name: str            # the macro or function called (INFO, WARN, TORCH_CHECK, LOG ...)
+    args: list[str]      # raw argument texts, comments removed
+    offset: int
+    line: int
+    function: str
+    extra: dict = field(default_factory=dict)
+
+
+def blank(text: str) -> tuple[str, str]:
+    """(text without comments, code without comments or string contents), same offsets."""
+    no_comments = []
+    code = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            pad = " " * (j - i)
+            no_comments.append(pad)
+            code.append(pad)
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            pad = re.sub(r"[^\n]", " ", text[i:j])
+            no_comments.append(pad)
+            code.append(pad)
+            i = j
+        elif c == '"' or (c == "'" and not (i > 0 and (text[i - 1].isalnum()))):
+            raw = _raw_string(text, i)
+            j = raw if raw else _end_of_literal(text, i, c)
+            no_comments.append(text[i:j])
+            code.append(c + re.sub(r"[^\n]", " ", text[i + 1:j - 1]) + c if j - i >= 2 else text[i:j])
+            i = j
+        else:
+            no_comments.append(c)
+            code.append(c)
+            i += 1
+    return "".join(no_comments), "".join(code)
+
+
+def _raw_string(text: str, i: int) -> int:
+    if i > 0 and text[i - 1] == "R":
+        m = re.match(r'"([^()\\ ]{0,16})\(', text[i:])
+        if m:
+            end = text.find(")" + m.group(1) + '"', i)
+            if end > 0:
+                return end + len(m.group(1)) + 2
+    return 0
+
+
+def _end_of_literal(text: str, i: int, quote: str) -> int:
+    j = i + 1
+    n = len(text)
+    while j < n:
+        if text[j] == "\\":
+            j += 2
+            continue
+        if text[j] == quote or text[j] == "\n":
+            return j + 1
+        j += 1
+    return n
+
+
+class Source:
+    """One file, blanked once; answers 'which function holds this offset'."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.code = blank(text)
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        self._functions = self._function_spans()
+        self._defines = self._define_spans()
+
+    def line_of(self, offset: int) -> int:
+        lo, hi = 0, len(self._line_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._line_starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1
+
+    def _function_spans(self) -> list[tuple[int, int, str]]:
+        spans = []
+        stack: list[tuple[int, str | None]] = []
+        code = self.code
+        last_stmt = 0
+        for m in re.finditer(r"[{};]", code):
+            ch = m.group(0)
+            if ch == ";":
+                last_stmt = m.end()
+                continue
+            if ch == "{":
+                head = code[last_stmt:m.start()]
+                stack.append((m.start(), _function_name(head)))
+                last_stmt = m.end()
+            else:
+                if stack:
+                    start, name = stack.pop()
+                    if name:
+                        spans.append((start, m.end(), name))
+                last_stmt = m.end()
+        return spans
+
+    def _define_spans(self) -> list[tuple[int, int, str]]:
+        spans = []
+        for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", self.code, re.M):
+            end = m.end()
+            while True:
+                nl = self.code.find("\n", end)
+                if nl < 0:
+                    end = len(self.code)
+                    break
+                if self.code[nl - 1:nl] == "\\" or self.code[max(0, nl - 2):nl].rstrip().endswith("\\"):
+                    end = nl + 1
+                    continue
+                end = nl
+                break
+            spans.append((m.start(), end, m.group(1)))
+        return spans
+
+    def function_at(self, offset: int) -> str:
+        for start, end, name in self._defines:
+            if start <= offset < end:
+                return name
+        best = ""
+        best_start = -1
+        for start, end, name in self._functions:
+            if start <= offset < end and start > best_start:
+                best, best_start = name, start
+        return best
+
+    def calls(self, names: str) -> list[Call]:
+        """Every call of a name matching the regex alternation ``names``, with parsed args."""
+        found = []
+        for m in re.finditer(rf"(?<![\w.>:])(?:{names})\s*\(", self.code):
+            open_at = m.end() - 1
+            close = _matching_paren(self.code, open_at)
+            if close < 0:
+                continue
+            args = _split_args(self.code, self.text, open_at + 1, close)
+            name = re.match(r"[\w:]+", m.group(0)).group(0)
+            found.append(Call(name, args, m.start(), self.line_of(m.start()), self.function_at(m.start())))
+        return found
+
+
+def _function_name(head: str) -> str | None:
+    head = re.sub(r"\s+", " ", head).strip()
+    if not head or head.endswith("=") or head.endswith(")") is False and not re.search(r"\)\s*(?:const|override|noexcept|final|mutable|->[^(){}]*|:.*)?\s*$", head):
+        return None
+    # constructor init lists: take the part before ' : '
+    m = None
+    for m in re.finditer(r"([~\w:]+)\s*\(", head):
+        name = m.group(1).split("::")[-1]
+        if name in _KEYWORDS:
+            return None
+        break
+    if not m:
+        return None
+    name = m.group(1)
+    if name.split("::")[-1] in _KEYWORDS or name.startswith("["):
+        return None
+    if re.match(r"^\[", head) or "](" in head[:m.start() + 2]:
+        return None  # lambda
+    return name.split("::")[-1] if name.count("::") > 1 else name
+
+
+def _matching_paren(code: str, open_at: int) -> int:
+    depth = 0
+    for i in range(open_at, len(code)):
+        c = code[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i if c == ")" else -1
+    return -1
+
+
+def _split_args(code: str, text: str, start: int, end: int) -> list[str]:
+    args = []
+    depth = 0
+    last = start
+    for i in range(start, end):
+        c = code[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            args.append(text[last:i].strip())
+            last = i + 1
+    tail = text[last:end].strip()
+    if tail or args:
+        args.append(tail)
+    return args
+
+
+# ---- from argument text to format pieces ---------------------------------------------------
+_LITERAL = re.compile(r'(?:u8|u|U|L)?"((?:\\.|[^"\\\n])*)"|(?:u8|u|U|L)?R"([^()\\ ]{0,16})\((.*?)\)\2"', re.S)
+
+
+def unescape(body: str) -> str:
+    def repl(m: re.Match) -> str:
+        s = m.group(1)
+        simple = {"n": "\n", "t": "\t", "r": "\r", "0": "", "\\": "\\", '"': '"', "'": "'", "a": "", "e": "\x1b"}
+        if s in simple:
+            return simple[s]
+        if s.startswith("x"):
+            try:
+                return chr(int(s[1:], 16))
+            except ValueError:
+                return ""
+        return s
+    return re.sub(r"\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)", repl, body)
+
+
+def literal_concat(arg: str) -> str | None:
+    """The string a concatenation of literals (and PRI macros) makes; None if not only that.
+
+    Unknown macros between literals become a ``%s``-like wildcard, written as ``\x00``."""
+    arg = arg.strip()
+    pos = 0
+    out = []
+    saw_literal = False
+    while pos < len(arg):
+        m = re.match(r"\s+", arg[pos:])
+        if m:
+            pos += m.end()
+            continue
+        m = _LITERAL.match(arg, pos)
+        if m:
+            out.append(unescape(m.group(1)) if m.group(1) is not None else m.group(3))
+            saw_literal = True
+            pos = m.end()
+            continue
+        m = re.match(r"[A-Za-z_]\w*(?=\s*(?:\"|$|[A-Za-z_]))", arg[pos:])
+        if not m:
+            return None
+        word = m.group(0)
+        out.append("%" + _PRI[word] if word in _PRI else "\x00")
+        pos += m.end()
+    return "".join(out) if saw_literal else None
+
+
+def printf_from_args(fmt_arg: str, rest: list[str]) -> list[Piece] | None:
+    fmt = literal_concat(fmt_arg)
+    if fmt is None:
+        return None
+    parts = fmt.split("\x00")
+    pieces: list[Piece] = []
+    args = list(rest)
+    for k, part in enumerate(parts):
+        n_conv = sum(1 for m in re.finditer(r"%(?!%)[-+ #0']*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlLzjtq]*[diouxXeEfFgGaAcsp]", part))
+        stars = part.count("*")
+        take = n_conv + (stars if "%*" in part or ".*" in part else 0)
+        pieces.extend(printf_pieces(part, args[:take]))
+        args = args[take:]
+        if k < len(parts) - 1:
+            pieces.append(Slot("any", "macro"))
+    return merge_pieces(pieces)
+
+
+def stream_pieces(args: list[str]) -> list[Piece]:
+    """``c10::str(a, "lit", b)`` / ``TORCH_CHECK(cond, a, "lit")``: literals as text, the rest as slots."""
+    pieces: list[Piece] = []
+    for arg in args:
+        lit = literal_concat(arg)
+        if lit is not None and "\x00" not in lit:
+            pieces.append(lit)
+        else:
+            nested = re.match(r"^\s*(?:c10::)?str\s*\((.*)\)\s*$", arg, re.S)
+            if nested:
+                pieces.extend(stream_pieces(_split_simple(nested.group(1))))
+            else:
+                pieces.append(Slot("any", arg))
+    return merge_pieces(pieces)
+
+
+def _split_simple(text: str) -> list[str]:
+    _, code = blank(text)
+    return _split_args(code, text, 0, len(text))
+
+
+def shift_chain(text: str) -> list[Piece]:
+    """``<< "a" << x << "b"`` after LOG(...): literals and slots in order."""
+    _, code = blank(text)
+    parts = []
+    depth = 0
+    last = 0
+    i = 0
+    while i < len(code):
+        c = code[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and code.startswith("<<", i):
+            parts.append(text[last:i])
+            last = i + 2
+            i += 2
+            continue
+        i += 1
+    parts.append(text[last:])
+    pieces: list[Piece] = []
+    for part in parts:
+        part = part.strip()
+        if not part:
+            continue
+        if part in ("std::endl", "endl"):
+            continue
+        lit = literal_concat(part)
+        if lit is not None and "\x00" not in lit:
+            pieces.append(lit)
+        else:
+            pieces.append(Slot("any", part))
+    return merge_pieces(pieces)
+
+
+def brace_from_args(fmt_arg: str, rest: list[str]) -> list[Piece] | None:
+    fmt = literal_concat(fmt_arg)
+    if fmt is None or "\x00" in fmt:
+        return None
+    return brace_pieces(fmt, rest)

@@ -1,0 +1,147 @@
+"""Extractors: from one source file to the log calls it makes, as format pieces.
+
+Each extractor yields ``Occurrence``s: where a message is printed (file, line, function),
+at which level, and its format as pieces. ``indexer.catalog.build`` merges occurrences of
+the same format across tags into one record.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from indexer.catalog.clike import Source, brace_from_args, printf_from_args, shift_chain, stream_pieces
+from indexer.catalog.formats import Piece, Slot, literal_weight
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    file: str
+    line: int
+    function: str
+    level: str            # INFO, WARN, WARNING, ERROR, FATAL, raise, warn, print, ...
+    pieces: tuple
+    anchored: bool        # the message starts the line once the prefix is stripped
+    kind: str             # the call form, e.g. "INFO", "TORCH_CHECK", "logger.warning"
+
+
+# ---- NCCL and RCCL ----------------------------------------------------------------------
+NCCL_CALLS = r"INFO|WARN"
+
+
+def nccl_file(path: str, text: str) -> list[Occurrence]:
+    """``INFO(NCCL_X, fmt, ...)`` and ``WARN(fmt, ...)``; TRACE is compiled out of releases."""
+    if path.endswith(("/debug.cc", "/debug.h")) or "/tests/" in path:
+        return []
+    src = Source(text)
+    out = []
+    for call in src.calls(NCCL_CALLS):
+        if call.name == "INFO":
+            if len(call.args) < 2:
+                continue
+            fmt_arg, rest = call.args[1], call.args[2:]
+        else:
+            if not call.args:
+                continue
+            fmt_arg, rest = call.args[0], call.args[1:]
+        pieces = printf_from_args(fmt_arg, rest)
+        if not pieces:
+            continue
+        level = "INFO" if call.name == "INFO" else "WARN"
+        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), True, call.name))
+    return out
+
+
+# ---- PyTorch C++ ------------------------------------------------------------------------
+TORCH_CALLS = (
+    r"TORCH_CHECK(?:_WITH)?|TORCH_CHECK_[A-Z_]+|TORCH_INTERNAL_ASSERT(?:_DEBUG_ONLY)?|TORCH_WARN(?:_ONCE)?"
+    r"|C10_THROW_ERROR|C10D_THROW_ERROR|C10_CUDA_CHECK_WARN|C10D_(?:INFO|WARNING|ERROR)|LOG|LOG_IF|VLOG"
+    r"|fmt::format|c10::str"
+)
+
+
+def torch_cpp_file(path: str, text: str) -> list[Occurrence]:
+    src = Source(text)
+    out = []
+    seen_offsets = set()
+    for call in src.calls(TORCH_CALLS):
+        name = call.name
+        pieces: list[Piece] | None = None
+        level = "error"
+        anchored = False
+        if name in ("LOG", "LOG_IF", "VLOG"):
+            if name == "VLOG":
+                continue
+            level = (call.args[0].strip() if call.args else "INFO").upper()
+            if level not in ("INFO", "WARNING", "ERROR", "FATAL"):
+                continue
+            # the chain is what follows the closing paren up to the statement's end
+            end = src.code.find(")", call.offset)
+            close = _close_paren(src.code, src.code.find("(", call.offset))
+            stmt_end = src.code.find(";", close)
+            chain = src.text[close + 1:stmt_end]
+            if "<<" not in chain:
+                continue
+            pieces = shift_chain(chain.split("<<", 1)[1])
+            anchored = True
+        elif name.startswith("C10D_"):
+            level = name[5:]
+            if not call.args:
+                continue
+            pieces = brace_from_args(call.args[0], call.args[1:])
+            anchored = True
+        elif name.startswith("TORCH_WARN"):
+            level = "WARNING"
+            pieces = stream_pieces(call.args)
+            anchored = True
+        elif name.startswith("TORCH_CHECK") or name.startswith("TORCH_INTERNAL_ASSERT"):
+            args = call.args[1:]
+            if name == "TORCH_CHECK_WITH":
+                args = call.args[2:]
+            if not args:
+                continue
+            pieces = stream_pieces(args)
+            if name.startswith("TORCH_INTERNAL_ASSERT"):
+                pieces = [Slot("any", "assert_prefix")] + list(pieces)
+        elif name in ("C10_THROW_ERROR", "C10D_THROW_ERROR"):
+            if len(call.args) < 2:
+                continue
+            pieces = stream_pieces(call.args[1:])
+            level = "raise " + call.args[0].strip()
+        elif name == "fmt::format":
+            if not call.args:
+                continue
+            pieces = brace_from_args(call.args[0], call.args[1:])
+            level = "text"
+        elif name == "c10::str":
+            pieces = stream_pieces(call.args)
+            level = "text"
+        elif name == "C10_CUDA_CHECK_WARN":
+            continue
+        if not pieces:
+            continue
+        if call.offset in seen_offsets:
+            continue
+        seen_offsets.add(call.offset)
+        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), anchored, name))
+    return out
+
+
+def _close_paren(code: str, open_at: int) -> int:
+    depth = 0
+    for i in range(open_at, len(code)):
+        if code[i] == "(":
+            depth += 1
+        elif code[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(code) - 1
+
+
+def meaningful(pieces: tuple, minimum: int = 10) -> bool:
+    """Enough fixed text to recognise a line by: formats like '%s' or '%s: %d' are not."""
+    if literal_weight(list(pieces)) >= minimum:
+        return True
+    text = "".join(p for p in pieces if isinstance(p, str))
+    return bool(re.search(r"[A-Za-z]{4,}", text)) and literal_weight(list(pieces)) >= 6

@@ -1,0 +1,151 @@
+"""Log calls in Python source, read with ``ast``: logging, warnings, raised messages, prints.
+
+A message expression becomes pieces whatever its style: a literal, ``"%s" % x``, logging's
+``logger.info("%s", x)``, ``"{}".format(x)``, f-strings, ``+`` concatenation, and a name
+bound to one of these earlier in the same function.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from indexer.catalog.extract import Occurrence
+from indexer.catalog.formats import Piece, Slot, brace_pieces, merge_pieces, printf_pieces
+
+LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal"}
+LOGGERS = re.compile(r"(?:^|\.)(?:_?log(?:ger)?|LOGGER|LOG|_LOGGER|logging|log_|logger_)$")
+PRINT_PATHS = ("torch/distributed/run.py", "torch/distributed/launch.py", "torch/distributed/elastic/")
+
+
+def _src(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:  # pragma: no cover - ast.unparse handles every parsed node
+        return "value"
+
+
+def pieces_of(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> list[Piece] | None:
+    """The pieces of a message expression; None when it is not a string we can read."""
+    if depth > 4:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value] if node.value else []
+    if isinstance(node, ast.JoinedStr):
+        out: list[Piece] = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                out.append(str(value.value))
+            elif isinstance(value, ast.FormattedValue):
+                spec = ""
+                if isinstance(value.format_spec, ast.JoinedStr):
+                    spec = "".join(str(v.value) for v in value.format_spec.values if isinstance(v, ast.Constant))
+                kind = "float" if spec[-1:] in "fFeEgG%" and spec else "int" if spec[-1:] == "d" else "any"
+                out.append(Slot(kind, _src(value.value)))
+        return merge_pieces(out)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left = pieces_of(node.left, names, depth + 1)
+        right = pieces_of(node.right, names, depth + 1)
+        if left is None and right is None:
+            return None
+        return merge_pieces([left if left is not None else [Slot("any", _src(node.left))],
+                             right if right is not None else [Slot("any", _src(node.right))]])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        fmt = node.left
+        if isinstance(fmt, ast.Constant) and isinstance(fmt.value, str):
+            args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+            return printf_pieces(fmt.value, [_src(a) for a in args])
+        return None
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"):
+        base = pieces_of(node.func.value, names, depth + 1)
+        if base is None or any(isinstance(p, Slot) for p in base):
+            return None
+        fmt = "".join(base)
+        kwargs = {k.arg: _src(k.value) for k in node.keywords if k.arg}
+        return brace_pieces(fmt, [_src(a) for a in node.args], kwargs)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join":
+        return None
+    if isinstance(node, ast.Name) and node.id in names:
+        return pieces_of(names[node.id], {k: v for k, v in names.items() if k != node.id}, depth + 1)
+    return None
+
+
+def _logging_pieces(call: ast.Call, names) -> list[Piece] | None:
+    if not call.args:
+        return None
+    first = call.args[0]
+    rest = call.args[1:]
+    if rest and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return printf_pieces(first.value, [_src(a) for a in rest])
+    return pieces_of(first, names)
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.out: list[Occurrence] = []
+        self.func: list[str] = []
+        self.names: list[dict[str, ast.AST]] = [{}]
+        self.prints = path.startswith(PRINT_PATHS) or "/launcher" in path
+
+    def _scope(self, node, name):
+        self.func.append(name)
+        self.names.append({})
+        self.generic_visit(node)
+        self.names.pop()
+        self.func.pop()
+
+    def visit_FunctionDef(self, node):  # noqa: N802 - ast API
+        self._scope(node, node.name)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):  # noqa: N802
+        self._scope(node, node.name)
+
+    def visit_Assign(self, node):  # noqa: N802
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self.names[-1][node.targets[0].id] = node.value
+        self.generic_visit(node)
+
+    def _emit(self, node, level, pieces, kind, anchored):
+        if not pieces or not any(isinstance(p, str) and p.strip() for p in pieces):
+            return
+        where = ".".join(self.func[-2:]) if self.func else "<module>"
+        self.out.append(Occurrence(self.path, node.lineno, where, level, tuple(pieces), anchored, kind))
+
+    def visit_Call(self, node):  # noqa: N802
+        func = node.func
+        scope = self.names[-1]
+        if isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and LOGGERS.search(_src(func.value)):
+            level = {"warn": "warning", "exception": "error", "fatal": "critical"}.get(func.attr, func.attr)
+            self._emit(node, level, _logging_pieces(node, scope), f"logger.{func.attr}", True)
+        elif _src(func) in ("warnings.warn", "warn") and node.args:
+            category = "UserWarning"
+            if len(node.args) > 1:
+                category = _src(node.args[1]).split(".")[-1]
+            for k in node.keywords:
+                if k.arg == "category":
+                    category = _src(k.value).split(".")[-1]
+            self._emit(node, "warn " + category, pieces_of(node.args[0], scope), "warnings.warn", False)
+        elif self.prints and isinstance(func, ast.Name) and func.id == "print" and node.args:
+            self._emit(node, "print", pieces_of(node.args[0], scope), "print", True)
+        self.generic_visit(node)
+
+    def visit_Raise(self, node):  # noqa: N802
+        exc = node.exc
+        if isinstance(exc, ast.Call) and exc.args:
+            name = _src(exc.func).split(".")[-1]
+            if re.match(r"^[A-Z]\w*(?:Error|Exception|Warning|Timeout|Failure|Interrupt)$", name):
+                self._emit(node, "raise " + name, pieces_of(exc.args[0], self.names[-1]), "raise", False)
+        self.generic_visit(node)
+
+
+def python_file(path: str, text: str) -> list[Occurrence]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    visitor = _Visitor(path)
+    visitor.visit(tree)
+    return visitor.out

@@ -1,0 +1,154 @@
+"""Catalogue records (``kb/catalog/*.jsonl``) as the explainer and ``kb check`` see them.
+
+A record is one message format extracted from source, with its place and versions, and a
+short text written from reading the code. For matching it becomes a ``PatternEntry`` whose
+priority sits below every curated entry (curated text is richer and wins) and grows with the
+format's fixed text, so that of two formats matching a line the more specific one answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from indexer.schema import Bilingual, Component, FieldSpec, PatternEntry, Role, Severity, Example
+
+CATALOG_DIR = "catalog"
+# Curated entries use priorities around 0 (a few go to -10); catalogue records stay below.
+CATALOG_PRIORITY = -10_000
+CATALOG_CEILING = CATALOG_PRIORITY + 2_001  # every record's priority is below; curated ones above
+
+
+def pattern_tier(entry: PatternEntry) -> str:
+    """'catalog' for a catalogue record, 'regex' for a curated entry: the answer's tier."""
+    return "catalog" if entry.priority < CATALOG_CEILING else "regex"
+
+
+class CatalogExample(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    line: str
+    constructed: bool
+
+
+class CatalogRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    component: Component
+    repo: str
+    file: str
+    line: int
+    function: str
+    level: str
+    call: str
+    format: str
+    pattern: str
+    groups: dict[str, str] = Field(default_factory=dict)
+    versions: list[str] = Field(min_length=1)
+    versions_from: Optional[str] = None
+    other_versions: dict[str, list[str]] = Field(default_factory=dict)
+    also_in: list[str] = Field(default_factory=list)
+    matchable: bool
+    severity: Severity
+    role: Role
+    title: Optional[Bilingual] = None
+    explanation: Optional[Bilingual] = None
+    action: Optional[Bilingual] = None
+    example: CatalogExample
+
+    @property
+    def has_text(self) -> bool:
+        return self.title is not None and self.explanation is not None
+
+
+def version_span(versions: list[str]) -> str:
+    """'v2.19.3-1–v2.27.7-1' style: first and last tag read that print the message."""
+    if not versions:
+        return ""
+    if len(versions) == 1:
+        return versions[0]
+    return f"{versions[0]}–{versions[-1]}"
+
+
+def source_of(rec: CatalogRecord) -> dict:
+    """The ``source`` object of an answer: where the line is printed, and in which releases."""
+    out = {
+        "repo": rec.repo,
+        "file": rec.file,
+        "line": rec.line,
+        "function": rec.function,
+        "versions": version_span(rec.versions),
+        "record": rec.id,
+    }
+    for repo, versions in rec.other_versions.items():
+        out.setdefault("also", []).append({"repo": repo, "versions": version_span(versions)})
+    return out
+
+
+def as_entry(rec: CatalogRecord) -> PatternEntry:
+    """The record as a matchable entry (only called for records with text)."""
+    literal = len(re.sub(r"\(\?P<\w+>[^)]*\)|\\[sd]|[\\^$*+?()|\[\]]", "", rec.pattern))
+    fields = {
+        name: FieldSpec(en=f"printed from `{arg or name}`", zh=f"代码中 `{arg or name}` 的值")
+        for name, arg in rec.groups.items()
+    }
+    return PatternEntry(
+        id=rec.id,
+        title=rec.title,
+        component=rec.component,
+        severity=rec.severity,
+        role=rec.role,
+        pattern=rec.pattern,
+        priority=CATALOG_PRIORITY + min(literal, 2000),
+        fields=fields,
+        explanation=rec.explanation,
+        action=rec.action,
+        examples=[Example(line=rec.example.line)],
+        source=f"{rec.repo} {rec.file}",
+        versions=version_span(rec.versions),
+    )
+
+
+class CatalogProblem(ValueError):
+    def __init__(self, file: str, line: int, record_id: str | None, message: str) -> None:
+        super().__init__(message)
+        self.file, self.line, self.record_id = file, line, record_id
+
+
+def catalog_files(kb_dir: Path) -> list[Path]:
+    return sorted((Path(kb_dir) / CATALOG_DIR).glob("*.jsonl"))
+
+
+def load_catalog(kb_dir: Path) -> tuple[list[tuple[CatalogRecord, str, int]], list[CatalogProblem]]:
+    """Every record with its file and line; a malformed line is a problem, never a crash."""
+    records: list[tuple[CatalogRecord, str, int]] = []
+    problems: list[CatalogProblem] = []
+    for path in catalog_files(kb_dir):
+        shown = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError) as exc:
+            problems.append(CatalogProblem(shown, 1, None, f"unreadable: {exc}"))
+            continue
+        for number, row in enumerate(text.splitlines(), 1):
+            if not row.strip():
+                continue
+            try:
+                raw = json.loads(row)
+            except json.JSONDecodeError as exc:
+                problems.append(CatalogProblem(shown, number, None, f"not JSON: {exc.msg}"))
+                continue
+            rid = raw.get("id") if isinstance(raw, dict) else None
+            try:
+                rec = CatalogRecord.model_validate(raw)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "record"
+                problems.append(CatalogProblem(shown, number, rid, f"{where}: {first['msg']}"))
+                continue
+            records.append((rec, shown, number))
+    return records, problems

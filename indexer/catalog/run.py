@@ -1,0 +1,143 @@
+"""``explainlog catalog build``: regenerate ``kb/catalog/`` from local source copies.
+
+Sources (``--source NAME=PATH``):
+  nccl          a git directory of NVIDIA/nccl with its tags
+  rccl          a git directory of ROCm/rccl with its tags
+  torch-wheels  a directory with one sub-directory per PyTorch release (``2.6.0/``), each holding
+                the unpacked ``torch/distributed/`` of that release's wheel and ``strings.txt``,
+                the printable strings of its native libraries (``strings -n 4 lib*.so``)
+  torch-src     a directory with one sub-directory per release (``2.6.0/``) holding an unpacked
+                PyTorch source archive (``torch/csrc/distributed/c10d``, ``c10/cuda`` ...)
+A source left out keeps the records of its components as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
+from indexer.catalog.extract import nccl_file, torch_cpp_file
+from indexer.catalog.python_src import python_file
+from indexer.catalog.sources import GitRepo, Tree, directory_tree
+from indexer.catalog.spec import (
+    NCCL_SUFFIXES, TORCH_CPP_SKIP, TORCH_PY_KEEP, nccl_tags, rccl_tags, torch_component,
+)
+
+MANIFEST = "manifest.json"
+
+
+def _texts(out_dir: Path) -> dict[str, dict]:
+    texts: dict[str, dict] = {}
+    for path in sorted(out_dir.glob("*.jsonl")):
+        texts.update(load_texts(path))
+    return texts
+
+
+def _git_trees(git_dir: str, select) -> list[Tree]:
+    repo = GitRepo(git_dir)
+    return [repo.tree(tag, ("src",), NCCL_SUFFIXES) for tag in select(repo.tags())]
+
+
+def build_nccl_rccl(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
+    nccl_trees = _git_trees(sources["nccl"], nccl_tags)
+    rccl_trees = _git_trees(sources["rccl"], rccl_tags)
+    nccl = collect("nccl", "NVIDIA/nccl", nccl_trees, nccl_file)
+    rccl = collect("rccl", "ROCm/rccl", rccl_trees, nccl_file)
+    nccl_records = []
+    for key, m in nccl.items():
+        rec = to_record(m, texts)
+        if key in rccl:  # the same message in RCCL: one record, both projects' versions
+            rec["other_versions"] = {"ROCm/rccl": rccl[key].versions}
+        nccl_records.append(rec)
+    rccl_records = [to_record(m, texts) for key, m in rccl.items() if key not in nccl]
+    trees = [("NVIDIA/nccl", nccl_trees), ("ROCm/rccl", rccl_trees)]
+    manifest = [
+        {"repo": repo, "version": t.version, "origin": t.origin, "files": len(t.files)}
+        for repo, ts in trees for t in sorted(ts, key=lambda t: version_key(t.version))
+    ]
+    return {"nccl": nccl_records, "rccl": rccl_records}, manifest
+
+
+def _probe_versions(records: list[dict], merged_pieces: dict[str, tuple], strings: dict[str, str]) -> None:
+    """Add the releases whose native libraries hold a C++ message's longest literal."""
+    for rec in records:
+        pieces = merged_pieces[rec["id"]]
+        literals = sorted((p.strip() for p in pieces if isinstance(p, str)), key=len, reverse=True)
+        probe = literals[0] if literals else ""
+        if len(probe) < 12:
+            continue
+        found = [v for v, blob in strings.items() if probe in blob]
+        rec["versions"] = sorted(set(rec["versions"]) | set(found), key=version_key)
+        rec["versions_from"] = "source and library strings"
+
+
+def build_torch(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
+    wheels = Path(sources["torch-wheels"])
+    src = Path(sources["torch-src"])
+    py_trees = []
+    strings: dict[str, str] = {}
+    for d in sorted((p for p in wheels.iterdir() if p.is_dir()), key=lambda p: version_key(p.name)):
+        tree = directory_tree("v" + d.name, d, ("torch/distributed",), (".py",), f"torch {d.name} wheel")
+        files = tuple(f for f in tree.files if TORCH_PY_KEEP.match(f.path) and "/test" not in f.path)
+        py_trees.append(Tree(tree.version, tree.origin, files))
+        if (d / "strings.txt").exists():
+            strings["v" + d.name] = (d / "strings.txt").read_text(encoding="utf-8", errors="replace")
+    cpp_trees = []
+    for d in sorted((p for p in src.iterdir() if p.is_dir()), key=lambda p: version_key(p.name)):
+        tree = directory_tree(
+            "v" + d.name, d,
+            ("torch/csrc/distributed/c10d", "c10/cuda", "torch/csrc/CudaIPCTypes.cpp"),
+            (".cpp", ".hpp", ".h", ".cu", ".cuh"), f"pytorch {d.name} source archive",
+        )
+        files = tuple(f for f in tree.files if not TORCH_CPP_SKIP.search(f.path))
+        cpp_trees.append(Tree(tree.version, tree.origin, files))
+    py = collect(torch_component, "pytorch/pytorch", py_trees, python_file)
+    cpp = collect(torch_component, "pytorch/pytorch", cpp_trees, torch_cpp_file)
+    out: dict[str, list[dict]] = {}
+    for m in py.values():
+        out.setdefault(m.component, []).append(to_record(m, texts))
+    cpp_records, pieces = [], {}
+    for m in cpp.values():
+        if m.level == "text" and not any(len(p.strip()) >= 12 for p in m.pieces if isinstance(p, str)):
+            continue  # a string built for some other purpose, not a message
+        rec = to_record(m, texts)
+        pieces[rec["id"]] = m.pieces
+        cpp_records.append(rec)
+    _probe_versions(cpp_records, pieces, strings)
+    for rec in cpp_records:
+        out.setdefault(rec["component"], []).append(rec)
+    manifest = [
+        {"repo": "pytorch/pytorch", "version": t.version, "origin": t.origin, "files": len(t.files)}
+        for t in py_trees + cpp_trees
+    ] + [{"repo": "pytorch/pytorch", "version": v, "origin": "torch wheel library strings (versions probe)"}
+         for v in strings]
+    return out, manifest
+
+
+def build(out_dir: Path, sources: dict[str, str]) -> dict:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    texts = _texts(out_dir)
+    manifest_path = out_dir / MANIFEST
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {"read": {}}
+    produced: dict[str, list[dict]] = {}
+    if "nccl" in sources and "rccl" in sources:
+        recs, read = build_nccl_rccl(sources, texts)
+        produced.update(recs)
+        manifest["read"]["nccl+rccl"] = read
+    if "torch-wheels" in sources and "torch-src" in sources:
+        recs, read = build_torch(sources, texts)
+        produced.update(recs)
+        manifest["read"]["pytorch"] = read
+    for component, records in produced.items():
+        write_records(out_dir / f"{component}.jsonl", records)
+    counts = {}
+    for path in sorted(out_dir.glob("*.jsonl")):
+        rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+        by_level: dict[str, int] = {}
+        for r in rows:
+            by_level[r["level"]] = by_level.get(r["level"], 0) + 1
+        counts[path.stem] = {"records": len(rows), "by_level": dict(sorted(by_level.items()))}
+    manifest["counts"] = counts
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    return counts
