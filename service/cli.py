@@ -16,7 +16,8 @@ EPILOG = """examples:
   explainlog explain --lang zh --file train.log
   explainlog kb check
   explainlog index build
-  explainlog eval tests/data/eval_spine.jsonl
+  explainlog eval tests/data/eval_nccl_init.jsonl
+  explainlog eval --heldout tests/data/heldout/*.jsonl
 """
 
 
@@ -164,6 +165,24 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     from service.evaluate import LabelledSetError, evaluate, load_labelled
 
+    if args.heldout:
+        from service.heldout import evaluate_heldout, load_rows
+
+        try:
+            rows = load_rows([Path(p) for p in args.files])
+        except (OSError, ValueError) as exc:
+            print(f"eval: {exc}", file=sys.stderr)
+            return 2
+        held = evaluate_heldout(_explainer(args), rows)
+        if args.json:
+            print(json.dumps({k: v for k, v in held.__dict__.items() if k != "misses" or args.show_errors},
+                             indent=2, default=dict))
+        else:
+            print("\n".join(held.lines()))
+            if args.show_errors:
+                for miss in held.misses:
+                    print(f"  {miss['where']}: {miss['kind']}, got {miss['got']}, concept {miss.get('concept')}")
+        return 0
     try:
         records = load_labelled([Path(p) for p in args.files])
     except (OSError, LabelledSetError) as exc:
@@ -229,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="score a labelled JSONL set: accuracy, abstention, calibration")
     ev.add_argument("files", nargs="+", metavar="FILE.jsonl")
     ev.add_argument("--json", action="store_true", help="machine-readable report")
+    ev.add_argument("--heldout", action="store_true",
+                    help="the files are a held-out set (component, severity, concept terms): report answered / right / unrelated answered")
     ev.add_argument("--show-errors", action="store_true", help="list every wrong or missed line")
     ev.add_argument(
         "--tier", choices=("both", "semantic"), default="both",

@@ -266,7 +266,7 @@ def literal_concat(arg: str) -> str | None:
         if not m:
             return None
         word = m.group(0)
-        out.append("%" + _PRI[word] if word in _PRI else "\x00")
+        out.append(_PRI[word] if word in _PRI else "\x00")
         pos += m.end()
     return "".join(out) if saw_literal else None
 

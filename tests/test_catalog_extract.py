@@ -1,0 +1,224 @@
+"""The catalogue extractor: formats to patterns, log calls found in C/C++/Python, builds that
+are reproducible and keep their texts, and the checks ``kb check`` runs on records."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+import re2
+
+from indexer.catalog.build import collect, to_record
+from indexer.catalog.clike import Source, literal_concat, printf_from_args
+from indexer.catalog.extract import nccl_file, torch_cpp_file
+from indexer.catalog.formats import Slot, brace_pieces, example_line, printf_pieces, to_pattern
+from indexer.catalog.python_src import python_file
+from indexer.catalog.records import load_catalog
+from indexer.catalog.sources import GitRepo
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _matches(pieces, line):
+    pattern, groups = to_pattern(pieces)
+    m = re2.compile(pattern).search(line)
+    return m and {name: m.group(name) for name, _ in groups}
+
+
+def test_printf_conversions_become_named_groups_that_match_printed_lines():
+    pieces = printf_pieces("NET/IB : Using [%d]%s:%d/%s ; OOB %s:%s", ["i", "devName", "port", "link", "ifName", "addr"])
+    got = _matches(pieces, "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>")
+    assert got and got["dev_name"] == "mlx5_0" and got["port"] == "1" and got["addr"] == "10.0.0.1<0>"
+    assert not _matches(pieces, "NET/IB : Using mlx5_0")
+
+
+def test_percent_escape_width_and_star_consume_the_right_arguments():
+    pieces = printf_pieces("%5.1f%% of %*d in %-8s|", ["pct", "width", "n", "name"])
+    slots = [p for p in pieces if isinstance(p, Slot)]
+    assert [s.arg for s in slots] == ["pct", "n", "name"]
+    assert _matches(pieces, " 12.5% of     7 in ib      |")
+
+
+def test_adjacent_literals_and_pri_macros_concatenate():
+    assert literal_concat('"busId %" PRIx64 " rank %d"') == "busId %lx rank %d"
+    assert literal_concat('"a" "b"') == "ab"
+    assert literal_concat("name") is None
+    assert literal_concat('"x" STR(y)') is None
+    pieces = printf_from_args('"len %" PRIu64 " at %p"', ["size", "ptr"])
+    assert _matches(pieces, "len 4096 at 0x7f3a2c000000")
+
+
+def test_brace_formats_positional_named_and_escaped():
+    pieces = brace_pieces("{} of {n} {{x}} {0:.2f}", ["a", "b"], {"n": "count"})
+    assert [p.arg for p in pieces if isinstance(p, Slot)] == ["a", "count", "a"]
+    assert _matches(pieces, "3 of 4 {x} 1.50")
+
+
+def test_example_line_is_matched_by_its_own_pattern():
+    for fmt, args in [("Channel %02d/%02d : %d %d", list("abcd")), ("%s:%d -> %d", ["f", "l", "r"]),
+                      ("Connected all rings, use ring PXN %d GDR %d\n", ["p", "g"])]:
+        pieces = printf_pieces(fmt, args)
+        pattern, _ = to_pattern(pieces)
+        assert re2.compile(pattern).search(example_line(pieces)), fmt
+
+
+C_SOURCE = textwrap.dedent(r'''
+    // INFO(NCCL_INIT, "in a comment %d", x);
+    static const char* s = "WARN(\"in a string\")";
+    ncclResult_t ncclIbInit(ncclDebugLogger_t logFunction) {
+      if (ncclNIbDevs == 0) {
+        WARN("NET/IB : No device found.");
+      } else {
+        INFO(NCCL_INIT|NCCL_NET,
+             "NET/IB : Using%s %s; OOB %s:%s", line,
+             relaxed ? "[RO]" : "", ifName, addr);
+      }
+      auto f = [&](int x) { WARN("lambda %d", x); };
+      return ncclSuccess;
+    }
+    #define NCCLCHECK(call) do { \
+      ncclResult_t RES = call; \
+      if (RES != ncclSuccess) { INFO(NCCL_ALL,"%s:%d -> %d", __FILE__, __LINE__, RES); } \
+    } while (0)
+''')
+
+
+def test_c_calls_found_in_code_only_with_enclosing_function_and_macro():
+    occs = nccl_file("src/transport/net_ib.cc", C_SOURCE)
+    by_text = {"".join(p if isinstance(p, str) else "{}" for p in o.pieces): o for o in occs}
+    assert set(by_text) == {"NET/IB : No device found.", "NET/IB : Using{} {}; OOB {}:{}", "lambda {}", "{}:{} -> {}"}
+    assert by_text["NET/IB : No device found."].function == "ncclIbInit"
+    assert by_text["NET/IB : No device found."].level == "WARN"
+    assert by_text["NET/IB : Using{} {}; OOB {}:{}"].level == "INFO"
+    assert by_text["NET/IB : Using{} {}; OOB {}:{}"].line == 8
+    assert by_text["lambda {}"].function == "ncclIbInit"
+    assert by_text["{}:{} -> {}"].function == "NCCLCHECK"
+
+
+def test_torch_cpp_checks_streams_and_brace_logs():
+    src = textwrap.dedent(r'''
+        void TCPStore::doWait(std::vector<std::string> keys) {
+          TORCH_CHECK(keys.size() > 0, "wait: ", keys.size(), " keys, timeout ", timeout_.count(), "ms");
+          LOG(WARNING) << "[Rank " << rank_ << "] Watchdog caught collective operation timeout: " << work;
+          C10D_WARNING("The server socket has failed to listen on {}:{} (errno: {} - {}).", host, port, err, msg);
+          VLOG(1) << "not in release logs";
+        }
+    ''')
+    occs = {o.kind: o for o in torch_cpp_file("torch/csrc/distributed/c10d/TCPStore.cpp", src)}
+    assert set(occs) == {"TORCH_CHECK", "LOG", "C10D_WARNING"}
+    assert occs["LOG"].level == "WARNING" and occs["LOG"].function == "TCPStore::doWait"
+    pattern, _ = to_pattern(list(occs["C10D_WARNING"].pieces))
+    assert re2.compile(pattern).search(
+        "The server socket has failed to listen on [::]:29500 (errno: 98 - Address already in use).")
+    pattern, _ = to_pattern(list(occs["TORCH_CHECK"].pieces), anchor_start=False)
+    assert re2.compile(pattern).search("RuntimeError: wait: 3 keys, timeout 300000ms")
+
+
+PY_SOURCE = textwrap.dedent('''
+    import logging, warnings
+    logger = logging.getLogger(__name__)
+
+    class Agent:
+        def _restart(self, spec):
+            logger.info("[%s] Worker group %s. %s/%s attempts left;", spec.role, state, left, total)
+            msg = f"Default process group has not been initialized, please call {fn}."
+            if bad:
+                raise ValueError(msg)
+            warnings.warn("Setting OMP_NUM_THREADS to {} for each process".format(n), category=UserWarning)
+            raise RuntimeError("static " + name + " done")
+''')
+
+
+def test_python_logging_fstrings_format_and_bound_names():
+    occs = python_file("torch/distributed/elastic/agent/server/api.py", PY_SOURCE)
+    got = {(o.level, "".join(p if isinstance(p, str) else "{}" for p in o.pieces), o.function) for o in occs}
+    assert ("info", "[{}] Worker group {}. {}/{} attempts left;", "Agent._restart") in got
+    assert ("raise ValueError", "Default process group has not been initialized, please call {}.", "Agent._restart") in got
+    assert ("warn UserWarning", "Setting OMP_NUM_THREADS to {} for each process", "Agent._restart") in got
+    assert ("raise RuntimeError", "static {} done", "Agent._restart") in got
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2020-01-01T00:00:00",
+                        "GIT_COMMITTER_DATE": "2020-01-01T00:00:00", "PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture()
+def tagged_repo(tmp_path):
+    if not shutil.which("git"):
+        pytest.fail("git is needed to test the tag reader")
+    repo = tmp_path / "nccl"
+    (repo / "src").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "src" / "init.cc").write_text('void f() { WARN("old wording %d", x); INFO(NCCL_INIT, "kept %s", s); }\n')
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "a")
+    _git(repo, "tag", "v2.4.2-1")
+    (repo / "src" / "init.cc").write_text('void f() { WARN("new wording %d", x); INFO(NCCL_INIT, "kept %s", s); }\n')
+    _git(repo, "commit", "-qam", "b")
+    _git(repo, "tag", "v2.10.3-1")
+    _git(repo, "tag", "rocm-5.0.0")  # the same tree read as an RCCL release
+    return repo / ".git"
+
+
+def test_versions_are_the_tags_that_hold_each_format(tagged_repo):
+    repo = GitRepo(tagged_repo)
+    from indexer.catalog.spec import nccl_tags
+
+    trees = [repo.tree(t, ("src",), (".cc",)) for t in nccl_tags(repo.tags())]
+    merged = collect("nccl", "NVIDIA/nccl", trees, nccl_file)
+    versions = {fmt: m.versions for (level, fmt), m in merged.items()}
+    assert versions == {
+        "old wording {x}": ["v2.4.2-1"],
+        "new wording {x}": ["v2.10.3-1"],
+        "kept {s}": ["v2.4.2-1", "v2.10.3-1"],  # numeric order, not string order
+    }
+
+
+def test_build_is_reproducible_and_keeps_texts_by_id(tagged_repo, tmp_path):
+    from indexer.catalog.run import build
+
+    out = tmp_path / "kb" / "catalog"
+    sources = {"nccl": str(tagged_repo), "rccl": str(tagged_repo)}
+    build(out, sources)
+    first = (out / "nccl.jsonl").read_bytes()
+    build(out, sources)
+    assert (out / "nccl.jsonl").read_bytes() == first
+    rows = [json.loads(line) for line in first.decode().splitlines()]
+    # formats both projects print are one record with both projects' versions; RCCL keeps none
+    assert {r["format"]: r.get("other_versions") for r in rows} == {
+        "old wording {x}": None,
+        "new wording {x}": {"ROCm/rccl": ["rocm-5.0.0"]},
+        "kept {s}": {"ROCm/rccl": ["rocm-5.0.0"]},
+    }
+    assert (out / "rccl.jsonl").read_text() == ""
+    rows[0]["title"] = {"en": "A title", "zh": "一个标题"}
+    rows[0]["explanation"] = {"en": "Written from the code.", "zh": "根据代码编写。"}
+    (out / "nccl.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    build(out, sources)
+    again = {json.loads(l)["id"]: json.loads(l) for l in (out / "nccl.jsonl").read_text().splitlines()}
+    assert again[rows[0]["id"]]["title"]["zh"] == "一个标题"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {(t["repo"], t["version"]) for t in manifest["read"]["nccl+rccl"]} == {
+        ("NVIDIA/nccl", "v2.4.2-1"), ("NVIDIA/nccl", "v2.10.3-1"), ("ROCm/rccl", "rocm-5.0.0")}
+    assert all(len(t["origin"]) == 40 for t in manifest["read"]["nccl+rccl"])
+
+
+def test_malformed_catalogue_lines_are_reported_with_file_and_line(tmp_path):
+    cat = tmp_path / "catalog"
+    cat.mkdir()
+    occ = nccl_file("src/init.cc", 'void f() { WARN("NET/IB : No device found."); }')[0]
+    from indexer.catalog.build import Merged
+
+    good = to_record(Merged("nccl", "NVIDIA/nccl", occ.level, occ.pieces, True, occ.kind, occ, ["v2.4.2-1"]), {})
+    (cat / "nccl.jsonl").write_text(json.dumps(good) + "\n{not json\n" + json.dumps({**good, "severity": "loud"}) + "\n")
+    records, problems = load_catalog(tmp_path)
+    assert len(records) == 1
+    assert [(Path(p.file).name, p.line) for p in problems] == [("nccl.jsonl", 2), ("nccl.jsonl", 3)]
+    assert "severity" in str(problems[1])
