@@ -41,12 +41,13 @@ class PatternSet:
 
     def __init__(self, entries: Sequence[PatternEntry]) -> None:
         self.entries = list(entries)
-        self._compiled = []
+        # Single regexes are compiled when first needed (group extraction): thousands of
+        # catalogue patterns would otherwise cost a start-up that most runs never use.
+        self._compiled: list = [None] * len(self.entries)
         self._context_rules: dict[int, list[tuple[str, object]]] = {}
         self._set = re2.Set.SearchSet(_OPTIONS)
         for index, entry in enumerate(self.entries):
             try:
-                self._compiled.append(compile_pattern(entry.pattern))
                 added = self._set.Add(entry.pattern)
             except Exception as exc:  # re2.error and the Set's own ValueError
                 raise PatternCompileError(index, f"{entry.id}: {exc}") from exc
@@ -80,14 +81,20 @@ class PatternSet:
             return True
         return all(key in context and rx.search(context[key]) for key, rx in rules)
 
+    def compiled(self, index: int):
+        rx = self._compiled[index]
+        if rx is None:
+            rx = self._compiled[index] = compile_pattern(self.entries[index].pattern)
+        return rx
+
     def groups(self, index: int, message: str) -> dict[str, str]:
-        match = self._compiled[index].search(message)
+        match = self.compiled(index).search(message)
         if match is None:  # the Set and the single regex disagree only on engine bugs
             return {}
         return {k: v for k, v in match.groupdict().items() if v is not None}
 
     def group_names(self, index: int) -> set[str]:
-        return set(self._compiled[index].groupindex)
+        return set(self.compiled(index).groupindex)
 
     def best(self, message: str, context: dict[str, str] | None = None) -> RegexHit | None:
         hits = self.matching(message, context)

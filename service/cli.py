@@ -62,6 +62,62 @@ def _cmd_catalog_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_triage(args: argparse.Namespace) -> int:
+    import json
+
+    from service.triage import read_sources, triage_lines
+
+    sources = args.paths or ["-"]
+    for path in sources:
+        if path != "-" and not Path(path).is_file():
+            print(f"triage: not a readable file: {path}", file=sys.stderr)
+            return 2
+    result = triage_lines(_explainer(args), read_sources(sources), semantic=not args.regex_only)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+        return 0
+    lang = 1 if args.lang == "zh" else 0
+    key = ("en", "zh")[lang]
+    root = result["root_cause"]
+    print(result["summary"][key])
+    if root:
+        print()
+        print(("root cause", "根因")[lang] + f"  {root['file']}:{root['line_number']}")
+        print(f"  {root['line']}")
+        if root.get("explanation"):
+            print(f"  {root['explanation'][key]}")
+        if root.get("action"):
+            print(f"  → {root['action'][key]}")
+        print(f"  {root['why'][key]}")
+    if result["cascade"]:
+        print()
+        print(("cascade (folded)", "级联（已折叠）")[lang])
+        for g in result["cascade"][:15]:
+            title = (g["title"] or {}).get(key) or g["sample_lines"][0][:100]
+            print(f"  ×{g['count']:<5} lines {g['first_line']}-{g['last_line']}  {title}")
+    return 0
+
+
+def _cmd_catalog_texts(args: argparse.Namespace) -> int:
+    from indexer.catalog.texts import import_texts
+
+    report = import_texts(Path(args.kb), [Path(f) for f in args.files], [Path(w) for w in args.worklist])
+    for problem in report["rejected"]:
+        print(f"rejected: {problem}", file=sys.stderr)
+    print(f"{report['merged']} texts merged ({report['remapped']} by place), {report['unmatched']} unmatched, "
+          f"{len(report['rejected'])} rejected")
+    return 1 if report["rejected"] else 0
+
+
+def _cmd_catalog_link(args: argparse.Namespace) -> int:
+    from indexer.catalog.link import write_links
+
+    report = write_links(Path(args.kb))
+    print(f"{report['entries_linked']} entries linked to {report['links']} records; "
+          f"{report['examples_taken']} records took a real example line from their entry")
+    return 0
+
+
 def _explainer(args: argparse.Namespace):
     from service.explainer import Explainer
 
@@ -165,6 +221,20 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     from service.evaluate import LabelledSetError, evaluate, load_labelled
 
+    if args.triage:
+        from service.triage_eval import evaluate_triage, report_lines
+
+        result = evaluate_triage(_explainer(args), Path(args.files[0]))
+        if args.json:
+            print(json.dumps(result if args.show_errors else {k: v for k, v in result.items() if k != "results"},
+                             indent=2, ensure_ascii=False))
+        else:
+            print("\n".join(report_lines(result)))
+            if args.show_errors:
+                for r in result["results"]:
+                    if r["verdict"] != "right":
+                        print(f"  {r['case']} ({r['kind']}): {r['verdict']}\n    expected: {r['expected']}\n    got:      {(r['got'] or '')[:160]}  [{r['got_pattern']}]")
+        return 0
     if args.heldout:
         from service.heldout import evaluate_heldout, load_rows
 
@@ -240,6 +310,18 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--regex-only", action="store_true", help="skip the semantic tier (no model load)")
     explain.set_defaults(func=_cmd_explain)
 
+    tr = sub.add_parser(
+        "triage", help="what killed the job: the first real failure, the cascade folded, the job's facts",
+        epilog="examples:\n  explainlog triage train.log\n  explainlog triage --json rank0.log rank1.log.gz\n"
+               "  kubectl logs job/train | explainlog triage -",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    tr.add_argument("paths", nargs="*", metavar="PATH", help="log files of one job (plain, .gz, .zst) or '-' (default)")
+    tr.add_argument("--json", action="store_true", help="the whole verdict as one JSON object")
+    tr.add_argument("--lang", choices=("en", "zh"), default="en")
+    tr.add_argument("--regex-only", action="store_true", help="skip the semantic tier for unknown lines")
+    tr.set_defaults(func=_cmd_triage)
+
     index = sub.add_parser("index", help="semantic index tools")
     index_sub = index.add_subparsers(dest="index_command", required=True)
     index_sub.add_parser("build", help="embed the KB and fit confidence calibration").set_defaults(func=_cmd_index_build)
@@ -248,6 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="score a labelled JSONL set: accuracy, abstention, calibration")
     ev.add_argument("files", nargs="+", metavar="FILE.jsonl")
     ev.add_argument("--json", action="store_true", help="machine-readable report")
+    ev.add_argument("--triage", action="store_true",
+                    help="the file is a folder of labelled log excerpts (labels.jsonl + case_NN.log): score triage")
     ev.add_argument("--heldout", action="store_true",
                     help="the files are a held-out set (component, severity, concept terms): report answered / right / unrelated answered")
     ev.add_argument("--show-errors", action="store_true", help="list every wrong or missed line")
@@ -276,6 +360,14 @@ def build_parser() -> argparse.ArgumentParser:
     cb.add_argument("--source", action="append", metavar="NAME=PATH",
                     help="nccl, rccl (git dirs), torch-wheels, torch-src (directories); see docs/catalog.md")
     cb.set_defaults(func=_cmd_catalog_build)
+    ct = catalog_sub.add_parser("texts", help="merge written texts (JSONL by record id) into the records")
+    ct.add_argument("files", nargs="+", metavar="TEXTS.jsonl")
+    ct.add_argument("--worklist", action="append", default=[], metavar="WORK.jsonl",
+                    help="the worklists the texts were written from (to follow records whose id changed)")
+    ct.set_defaults(func=_cmd_catalog_texts)
+    catalog_sub.add_parser(
+        "link", help="write formats: links from curated entries to the records of their message",
+    ).set_defaults(func=_cmd_catalog_link)
     return parser
 
 

@@ -1,0 +1,540 @@
+"""Whole-log triage: the first real failure, the cascade folded, the job's facts.
+
+One streaming pass. Every line is explained (curated, catalogue, and by default the
+embedding tier for unknown templates); multi-line events (Python tracebacks with their final
+exception line, chained exceptions, C++ ``Exception raised from`` / ``frame #`` blocks,
+torchrun's failure block) are read as one event. Each failure line is given a class by rules
+that are deterministic and tested one by one (see ``classify``); the root cause is the
+earliest line of the best class, ordered by timestamp where lines carry one:
+
+0  a line whose entry marks it ``root_cause`` (not a timeout)
+1  the final exception line of a traceback no entry explains (or an ``XError: message`` line)
+2  a worker killed by a signal with no traceback of its own (exit code < 0 or 128+N)
+2.5 another error line no entry explains (at error level or with no level)
+3  timeouts (watchdog, ``timed out``, heartbeat): they report a hang, not what caused it
+4  cascade lines (knock-on errors)            5  wrappers (ChildFailedError, summaries)
+Advice and hypothesis lines ("might be caused by", CUDA_LAUNCH_BLOCKING hints) never win.
+Texts (``why``, ``summary``) are built from KB titles and the facts, never generated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+SIGNALS = {
+    1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+    9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM",
+}
+SIGNAL_MEANING = {
+    "SIGKILL": ("killed outright by another process (the kernel OOM killer, the scheduler, or a user)",
+                "被其他进程直接杀死（内核 OOM killer、调度系统或用户）"),
+    "SIGTERM": ("asked to terminate (by the launcher, the scheduler or a user)", "被要求终止（来自启动器、调度系统或用户）"),
+    "SIGSEGV": ("crashed on an invalid memory access (segmentation fault)", "因非法内存访问崩溃（segmentation fault）"),
+    "SIGABRT": ("aborted itself (a failed check or std::terminate)", "自行 abort（检查失败或 std::terminate）"),
+    "SIGBUS": ("crashed on a bus error (often /dev/shm full or a truncated mmap'd file)", "因 bus error 崩溃（常见于 /dev/shm 写满或 mmap 的文件被截断）"),
+    "SIGHUP": ("got a hang-up (its terminal or session closed)", "收到 hang-up（所在终端或会话被关闭）"),
+    "SIGINT": ("was interrupted (Ctrl-C)", "被中断（Ctrl-C）"),
+}
+
+CLASS_NAMES = {0: "root_cause", 1: "exception", 2: "signal", 2.5: "unexplained_error", 3: "timeout", 4: "cascade",
+               5: "wrapper"}
+
+TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\):")
+TRACEBACK_FRAME = re.compile(r"^\s+(?:File \"|\S)|^\s*\^+\s*$|^\s*~+")
+CHAIN_HEADER = re.compile(r"^(?:The above exception was the direct cause of the following exception|"
+                          r"During handling of the above exception, another exception occurred):")
+EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning|Timeout)|"
+                            r"[a-z_][\w]*(?:\.[\w]+)+\.[A-Z]\w*)(?::\s?(?P<message>.*))?$")
+CPP_FRAMES = re.compile(r"^(?:Exception raised from \S+ at \S+|frame #\d+:|\(no backtrace available\))")
+ADVICE = re.compile(r"\b(?:might|may) be (?:caused|due)|CUDA_LAUNCH_BLOCKING|For debugging consider|"
+                    r"consider (?:passing|setting|using)|To enable traceback see|set TORCH_SHOW_CPP_STACKTRACES", re.I)
+# Timeouts that report a hang somewhere else (a collective, a peer, the store), not a network
+# call that itself failed ("connect ... Connection timed out" is a failure of its own).
+TIMEOUT = re.compile(r"Watchdog caught|collective operation timeout|ran for \d+ milliseconds|Timeout\(ms\)|"
+                     r"heartbeat|timed out waiting|wait(?:ing)? timeout|Socket Timeout|"
+                     r"Timed out (?:waiting|initializing)", re.I)
+SIGNAL_DEATH = re.compile(r"exited on signal (?P<num>\d+)|died with <Signals\.(?P<name>SIG\w+): (?P<num2>\d+)>|"
+                          r"Received (?P<num3>\d+) death signal|(?:exitcode|exit code|exit status)[=: ]+(?P<code>-?\d+)", re.I)
+ERRORISH = re.compile(r"\b(?:error|errors|failed|failure|fatal|exception|abort(?:ed)?|killed|segmentation fault|"
+                      r"core dumped|out of memory|oom|refused|unreachable|denied|illegal|invalid|cannot|can't|"
+                      r"could not|unable to)\b", re.I)
+FAILED_WORKER = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)")
+BLOCK_FIELD = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<value>.*)$")
+ROOT_BLOCK = re.compile(r"Root Cause \(first observed failure\)")
+SLURM_EXIT = re.compile(r"srun: error: (?P<host>\S+): tasks? (?P<tasks>[\d,\-]+): (?:Exited with exit code (?P<code>\d+)|Killed|Terminated)")
+PROGRESS = re.compile(r"\b(?:iteration|iter|step|epoch|global_step)\b\s*[:=]?\s*\[?\s*\d+", re.I)
+
+
+@dataclass
+class Line:
+    number: int
+    file: str
+    text: str
+    answer: dict
+
+    @property
+    def context(self) -> dict:
+        return self.answer.get("context") or {}
+
+    @property
+    def message(self) -> str:
+        return self.answer.get("message") or self.text
+
+
+@dataclass
+class Candidate:
+    cls: int
+    line: Line
+    order: tuple
+    kind: str
+    in_traceback: bool = False
+
+
+@dataclass
+class Group:
+    key: str
+    pattern_id: str | None
+    role: str
+    title: dict | None
+    count: int = 0
+    first_line: int = 0
+    last_line: int = 0
+    ranks: set = field(default_factory=set)
+    hosts: set = field(default_factory=set)
+    samples: list = field(default_factory=list)
+
+
+def signal_of(code: int) -> str | None:
+    if code < 0:
+        return SIGNALS.get(-code, f"signal {-code}")
+    if code > 128 and code - 128 in SIGNALS:
+        return SIGNALS[code - 128]
+    return None
+
+
+def _timestamp(context: dict) -> str:
+    return context.get("timestamp") or ""
+
+
+def classify(line: Line, message: str, in_traceback_final: bool) -> tuple[int, str] | None:
+    """The failure class of one line (see the module doc), or None for a line that is no failure."""
+    a = line.answer
+    role = a.get("role")
+    severity = a.get("severity")
+    if ADVICE.search(message) or role == "advice":
+        return None
+    if CPP_FRAMES.match(message) or TRACEBACK_START.match(message) or CHAIN_HEADER.match(message) \
+            or message.startswith('File "') or not message:
+        return None
+    m = FAILED_WORKER.search(message)
+    if m:
+        code = int(m.group("code"))
+        return (2, "signal") if signal_of(code) else (5, "worker_failed")
+    m = SIGNAL_DEATH.search(message)
+    if m and (m.group("num") or m.group("num2") or m.group("num3")
+              or (m.group("code") and signal_of(int(m.group("code"))))):
+        return (2, "signal")
+    if a.get("known"):
+        if role in ("context", "progress"):
+            return None
+        if severity not in ("error", "fatal") and role != "root_cause":
+            return None
+        if severity == "info":
+            return None
+        if TIMEOUT.search(message):
+            # the first report of a hang, even inside a wrapper, is the best evidence of it
+            return (3, "timeout")
+        if role == "wrapper":
+            return (5, "wrapper")
+        if role == "cascade":
+            return (4, "cascade")
+        return (0, "root_cause")
+    # unknown to the KB: only clear error shapes count
+    if in_traceback_final:
+        if TIMEOUT.search(message):
+            return (3, "timeout")
+        return (1, "exception")
+    if re.search(r"\bSegmentation fault\b|\bcore dumped\b|^Killed$|\bBus error\b", message):
+        return (2, "signal")
+    m = EXCEPTION_LINE.match(message)
+    if m and re.search(r"(?:Error|Exception|Failure)$", m.group("type")) and m.group("message") is not None:
+        return (1, "exception")
+    level = (line.context.get("level") or "").lower()
+    if level[:1] in ("i", "d", "w", "n", "v", "t"):  # info, debug, warning, notice, verbose, trace
+        return None
+    if re.search(r"\bnot an? (?:failure|error)\b|\bno errors?\b|\b0 errors\b", message, re.I):
+        return None
+    if re.search(r"\b(?:warn|warning|deprecat\w*)\b", message, re.I) and not re.search(r"\bWARN\b.*\b(?:fail|error)", message):
+        return None
+    if ERRORISH.search(message) and re.search(r"\b(?:error|errors|failed|failure|fatal|exception|abort(?:ed)?|"
+                                               r"killed|segmentation fault|core dumped)\b", message, re.I):
+        return (3, "timeout") if TIMEOUT.search(message) else (2.5, "error")
+    return None
+
+
+class Triage:
+    """Feed (file, line) pairs in order with their answers; ``result()`` gives the verdict."""
+
+    SAMPLES = 3
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.best: Candidate | None = None
+        self.groups: dict[str, Group] = {}
+        self.tb_state: dict[tuple, str] = {}   # per (file, rank/pid): "" | "frames"
+        self.chained: dict[tuple, bool] = {}   # a chain header was seen: the next exception wraps
+        self.facts: dict = {"hosts": set(), "ranks": set(), "versions": {}, "transport": set()}
+        self.last_progress: Line | None = None
+        self.progress_before_root: Line | None = None
+        self.block: dict = {}
+        self.in_block = False
+        self.timeline: list[tuple[int, str, str]] = []
+        self.failed_workers: list[dict] = []
+        self.neighbours: list[Line] = []
+        self._recent: list[Line] = []
+
+    # ---- one line ------------------------------------------------------------------------
+    def feed(self, line: Line) -> None:
+        self.n += 1
+        ctx = line.context
+        raw_message = line.answer.get("_message", line.text)
+        message = raw_message.strip()
+        key = (line.file, ctx.get("rank") or ctx.get("pid") or "")
+        if ctx.get("host"):
+            self.facts["hosts"].add(ctx["host"])
+        if ctx.get("rank") not in (None, ""):
+            self.facts["ranks"].add(str(ctx["rank"]))
+        self._facts(message)
+        # multi-line events: a traceback ends at its exception line
+        final = False
+        state = self.tb_state.get(key, "")
+        if TRACEBACK_START.match(message):
+            self.tb_state[key] = "frames"
+            return
+        if CHAIN_HEADER.match(message):
+            self.chained[key] = True
+            return
+        if state == "frames":
+            at = line.text.find(message) if message else -1
+            before = line.text[:at] if at > 0 else ""
+            # indented past its prefix: "  File ...", "[rank1]:     code", "0:   File ..."
+            indented = bool(before) and (not before.strip() or before.endswith(("  ", "\t")))
+            if indented or message.startswith('File "') or TRACEBACK_FRAME.match(raw_message) or not message \
+                    or re.fullmatch(r"[\^~\s]+|\.\.\.|\[Previous line repeated .*\]", message):
+                return
+            final = True
+            self.tb_state[key] = ""
+            if self.chained.pop(key, False):
+                # "raise ... from": the exception after the header wraps the one before it
+                self._group(line, "wrapper")
+                return
+        if ROOT_BLOCK.search(message):
+            self.in_block = True
+        if self.in_block:
+            m = BLOCK_FIELD.match(message)
+            if m:
+                self.block[m.group("key")] = m.group("value").strip()
+                return
+            if message.startswith("====") or not message.strip():
+                if self.block:
+                    self.in_block = False
+                return
+        verdict = classify(line, message, final)
+        if line.answer.get("role") == "progress" or (not line.answer.get("known") and PROGRESS.search(message)
+                                                     and not ERRORISH.search(message)):
+            self.last_progress = line
+        self._recent.append(line)
+        if len(self._recent) > 4:
+            self._recent.pop(0)
+        if verdict is None:
+            return
+        cls, kind = verdict
+        order = (cls, _timestamp(ctx) if cls < 4 else "", line.number)
+        cand = Candidate(cls, line, order, kind, final)
+        if self.best is None or order < self.best.order:
+            if self.best is not None:
+                self._group(self.best.line, self.best.kind)
+            self.best = cand
+            self.progress_before_root = self.last_progress
+            self.neighbours = [l for l in self._recent[:-1] if not l.answer.get("known")]
+        else:
+            self._group(line, kind)
+
+    def _group(self, line: Line, kind: str) -> None:
+        a = line.answer
+        gkey = a.get("pattern_id") or ("template:" + (a.get("_template") or line.text[:80]))
+        g = self.groups.get(gkey)
+        if g is None:
+            role = a.get("role") or ("wrapper" if kind in ("wrapper", "worker_failed") else "cascade")
+            g = self.groups[gkey] = Group(gkey, a.get("pattern_id"), role, a.get("title"), first_line=line.number)
+        g.count += 1
+        g.last_line = line.number
+        ctx = line.context
+        if ctx.get("rank") not in (None, ""):
+            g.ranks.add(str(ctx["rank"]))
+        if ctx.get("host"):
+            g.hosts.add(ctx["host"])
+        if len(g.samples) < self.SAMPLES:
+            g.samples.append(line.text)
+
+    def _facts(self, message: str) -> None:
+        f = self.facts
+        m = re.search(r"NCCL version (\d+\.\d+\.\d+)", message)
+        if m:
+            f["versions"]["nccl"] = m.group(1)
+        m = re.search(r"RCCL version (\d+\.\d+\.\d+)", message)
+        if m:
+            f["versions"]["rccl"] = m.group(1)
+        m = re.search(r"DeepSpeed info: version=(\S+)", message) or re.search(r"\bDeepSpeed version[: ]+(\d[\w.+]*)", message)
+        if m:
+            f["versions"]["deepspeed"] = m.group(1).rstrip(",")
+        m = re.search(r"\btorch(?:\s+version|==|\s*:)\s*(\d+\.\d+\.\d+[\w.+]*)", message)
+        if m:
+            f["versions"]["torch"] = m.group(1)
+        m = re.search(r"\b(?:world[_ ]size|WORLD_SIZE|nranks|nRanks)\b\s*[:=]?\s*(\d+)", message)
+        if m:
+            f["world_size"] = max(int(m.group(1)), f.get("world_size", 0))
+        if "NET/IB" in message or "NET/IBext" in message:
+            f["transport"].add("IB" if "RoCE" not in message else "RoCE")
+        elif "NET/Socket" in message:
+            f["transport"].add("socket")
+        if re.search(r"GPU Direct RDMA Enabled|/GDRDMA", message):
+            f["transport"].add("GDR")
+        m = FAILED_WORKER.search(message)
+        if m:
+            self.failed_workers.append({k: m.group(k) for k in ("code", "local_rank", "pid")})
+        m = SLURM_EXIT.search(message)
+        if m:
+            f.setdefault("slurm", []).append({k: v for k, v in m.groupdict().items() if v})
+
+    # ---- the verdict -----------------------------------------------------------------------
+    def result(self) -> dict:
+        facts = self._facts_out()
+        cascade = [self._group_out(g) for g in sorted(self.groups.values(), key=lambda g: g.first_line)]
+        root = None
+        if self.best is not None:
+            b = self.best
+            a = b.line.answer
+            root = {
+                "line_number": b.line.number,
+                "file": b.line.file,
+                "line": b.line.text,
+                "pattern_id": a.get("pattern_id"),
+                "tier": a.get("tier"),
+                "kind": CLASS_NAMES[b.cls] if b.kind not in ("signal", "worker_failed") else b.kind,
+                "title": a.get("title") or {"en": b.line.text[:120], "zh": b.line.text[:120]},
+                "explanation": a.get("explanation"),
+                "action": a.get("action"),
+                "why": self._why(b, cascade),
+                "nearby_unknown": [l.text for l in self.neighbours],
+            }
+        out = {
+            "root_cause": root,
+            "reason": None if root else "no failure found: no line is an error, a failed worker or a crash",
+            "cascade": cascade,
+            "facts": facts,
+            "timeline": self._timeline(root, cascade),
+        }
+        out["summary"] = self._summary(out)
+        return out
+
+    def _group_out(self, g: Group) -> dict:
+        return {"pattern_id": g.pattern_id, "role": g.role, "title": g.title, "count": g.count,
+                "first_line": g.first_line, "last_line": g.last_line, "ranks": sorted(g.ranks, key=_num),
+                "hosts": sorted(g.hosts), "sample_lines": g.samples}
+
+    def _facts_out(self) -> dict:
+        f = self.facts
+        out = {
+            "lines": self.n,
+            "hosts": sorted(f["hosts"]),
+            "nodes": len(f["hosts"]) or None,
+            "ranks_seen": len(f["ranks"]) or None,
+            "world_size": f.get("world_size"),
+            "versions": f["versions"],
+            "transport": sorted(f["transport"]),
+            "last_progress": None,
+        }
+        prog = self.progress_before_root if self.best else self.last_progress
+        if prog is not None:
+            out["last_progress"] = {"line_number": prog.number, "line": prog.text,
+                                    "time": _timestamp(prog.context) or None}
+        block = self.block
+        failing = {}
+        if block.get("rank"):
+            m = re.match(r"(\d+)(?: \(local_rank: (\d+)\))?", block["rank"])
+            if m:
+                failing["rank"] = int(m.group(1))
+                if m.group(2):
+                    failing["local_rank"] = int(m.group(2))
+        if block.get("host"):
+            failing["host"] = block["host"]
+        code = None
+        if block.get("exitcode"):
+            m = re.match(r"(-?\d+)", block["exitcode"])
+            code = int(m.group(1)) if m else None
+        elif self.failed_workers:
+            code = int(self.failed_workers[0]["code"])
+            failing.setdefault("local_rank", int(self.failed_workers[0]["local_rank"]))
+        elif f.get("slurm"):
+            s = f["slurm"][0]
+            code = int(s["code"]) if s.get("code") else None
+            failing.setdefault("host", s.get("host"))
+        if code is not None:
+            failing["exit_code"] = code
+            failing["signal"] = signal_of(code)
+        if block:
+            ef = block.get("error_file", "")
+            failing["error_file"] = None if (not ef or ef.startswith("<N/A>")) else ef
+            failing["error_file_existed"] = bool(ef and not ef.startswith("<N/A>"))
+        if self.best is not None and not failing.get("host"):
+            ctx = self.best.line.context
+            if ctx.get("host"):
+                failing["host"] = ctx["host"]
+            if ctx.get("rank") not in (None, "") and "rank" not in failing:
+                failing["rank"] = _num(str(ctx["rank"]))
+        out["failing"] = failing or None
+        return out
+
+    def _why(self, b: Candidate, cascade: list[dict]) -> dict:
+        later = sum(g["count"] for g in cascade if g["first_line"] > b.line.number)
+        earlier = sum(g["count"] for g in cascade if g["first_line"] < b.line.number)
+        n_timeouts = sum(g["count"] for g in cascade if g["title"] and TIMEOUT.search(g["title"].get("en", "")))
+        en, zh = [], []
+        if b.cls == 0:
+            en.append("Its entry marks it as a root cause: a line that usually is the problem itself.")
+            zh.append("其条目将它标为根因：这类日志通常就是问题本身。")
+        elif b.cls == 1:
+            en.append("It is the error no entry explains as a consequence: the exception a traceback ended with,"
+                      " or an error line, and nothing earlier is marked as a root cause.")
+            zh.append("没有条目把它解释为后果：它是 traceback 最终抛出的异常或一条错误日志，且之前没有被标为根因的行。")
+        elif b.cls == 2:
+            sig = None
+            m = FAILED_WORKER.search(b.line.text)
+            if m:
+                sig = signal_of(int(m.group("code")))
+            meaning = SIGNAL_MEANING.get(sig or "", ("stopped by a signal", "被信号终止"))
+            en.append(f"A worker was {meaning[0]}" + (f" ({sig})" if sig else "") +
+                      " and logged no traceback of its own, so the signal is the first failure the log shows.")
+            zh.append(f"有 worker {meaning[1]}" + (f"（{sig}）" if sig else "") + "，且没有留下自己的 traceback，因此该信号就是日志中最早可见的故障。")
+        elif b.cls == 3:
+            en.append("Only timeouts are left: a timeout reports that a collective or a peer hung, so the cause is"
+                      " on the rank that stopped making progress, which this log may not show.")
+            zh.append("只剩下超时：超时只说明集合通信或对端卡住（hang），真正原因在停止推进的那个 rank 上，这份日志可能没有包含。")
+        else:
+            en.append("No line marked as a root cause was found; this is the earliest error, and the real cause may"
+                      " be in another rank's or node's log.")
+            zh.append("没有找到被标为根因的行；这是最早的一条错误，真正原因可能在其他 rank 或节点的日志里。")
+        if later:
+            en.append(f"The {later} error line(s) after it are consequences (cascade, wrappers, shutdown).")
+            zh.append(f"其后的 {later} 条错误日志都是后果（级联错误、包装信息、退出流程）。")
+        if earlier:
+            en.append(f"The {earlier} louder line(s) printed before it are knock-on reports or wrappers, not causes.")
+            zh.append(f"在它之前打印的 {earlier} 条错误是连带报错或包装信息，并非原因。")
+        if n_timeouts and b.cls < 3:
+            en.append("Timeouts in the log come from ranks left waiting on it.")
+            zh.append("日志中的超时来自等待它的其他 rank。")
+        return {"en": " ".join(en), "zh": "".join(zh)}
+
+    def _timeline(self, root: dict | None, cascade: list[dict]) -> list[dict]:
+        items = []
+        prog = self.progress_before_root if self.best else self.last_progress
+        if prog is not None:
+            items.append({"line_number": prog.number, "role": "progress", "line": prog.text})
+        if root:
+            items.append({"line_number": root["line_number"], "role": "root_cause", "line": root["line"]})
+        for g in cascade[:8]:
+            items.append({"line_number": g["first_line"], "role": g["role"], "line": g["sample_lines"][0]})
+        items.sort(key=lambda i: i["line_number"])
+        return items[:12]
+
+    def _summary(self, out: dict) -> dict:
+        root, facts = out["root_cause"], out["facts"]
+        if root is None:
+            return {"en": "No failure found in this log.", "zh": "日志中没有发现故障。"}
+        where_en, where_zh = f"line {root['line_number']}", f"第 {root['line_number']} 行"
+        failing = facts.get("failing") or {}
+        if failing.get("rank") is not None:
+            where_en += f", rank {failing['rank']}"
+            where_zh += f"，rank {failing['rank']}"
+        if failing.get("host"):
+            where_en += f" on {failing['host']}"
+            where_zh += f"，主机 {failing['host']}"
+        title = root["title"] or {}
+        en = [f"Root cause: {title.get('en', '')} ({where_en})."]
+        zh = [f"根因：{title.get('zh', '')}（{where_zh}）。"]
+        n = sum(g["count"] for g in out["cascade"])
+        if n:
+            en.append(f"Then {n} knock-on line(s) in {len(out['cascade'])} group(s).")
+            zh.append(f"随后有 {n} 条连带日志，共 {len(out['cascade'])} 组。")
+        tail_en, tail_zh = [], []
+        if facts.get("last_progress"):
+            tail_en.append(f"last progress at line {facts['last_progress']['line_number']}")
+            tail_zh.append(f"最后一次进度在第 {facts['last_progress']['line_number']} 行")
+        if failing.get("exit_code") is not None:
+            sig = f" ({failing['signal']})" if failing.get("signal") else ""
+            tail_en.append(f"exit code {failing['exit_code']}{sig}")
+            tail_zh.append(f"退出码 {failing['exit_code']}{sig}")
+        if tail_en:
+            en.append("; ".join(tail_en).capitalize() + ".")
+            zh.append("，".join(tail_zh) + "。")
+        return {"en": "\n".join(en), "zh": "\n".join(zh)}
+
+
+def _num(value: str):
+    return int(value) if str(value).isdigit() else value
+
+
+def triage_lines(explainer, sources: Iterable[tuple[str, str]], semantic: bool = True, batch: int = 2048) -> dict:
+    """Triage ``(file name, line)`` pairs in order with one explainer."""
+    from indexer.normalize import mask_message, normalize_line
+
+    t = Triage()
+    number = 0
+    buf: list[tuple[str, str]] = []
+
+    def flush() -> None:
+        nonlocal number
+        answers = explainer.explain_many([text for _, text in buf], semantic=semantic)
+        for (name, text), answer in zip(buf, answers):
+            number += 1
+            message = normalize_line(text).message
+            answer["_message"] = message
+            answer["_template"] = mask_message(message)[:200]
+            t.feed(Line(number, name, text, answer))
+        buf.clear()
+
+    for pair in sources:
+        buf.append(pair)
+        if len(buf) >= batch:
+            flush()
+    if buf:
+        flush()
+    return t.result()
+
+
+def read_sources(paths: list[str]) -> Iterator[tuple[str, str]]:
+    """Lines of plain, gzip or zstd files (by magic bytes) and stdin ('-'), in order."""
+    import gzip
+    import io
+    import sys
+
+    for path in paths:
+        raw = sys.stdin.buffer if path == "-" else open(path, "rb")
+        try:
+            head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
+            stream: io.BufferedIOBase = raw
+            if head[:2] == b"\x1f\x8b":
+                stream = gzip.GzipFile(fileobj=raw)
+            elif head[:4] == b"\x28\xb5\x2f\xfd":
+                import zstandard
+
+                stream = zstandard.ZstdDecompressor().stream_reader(raw)
+            name = "<stdin>" if path == "-" else path
+            for chunk in io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=None):
+                yield name, chunk.rstrip("\n")
+        finally:
+            if raw is not sys.stdin.buffer:
+                raw.close()
