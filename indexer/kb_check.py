@@ -189,18 +189,26 @@ def check_catalog(ctx: CheckContext) -> Iterator[Finding]:
             continue
         if not rx.search(normalize_line(rec.example.line).message):
             yield Finding(file, line, rec.id, "catalog", f"pattern does not match its example {rec.example.line[:100]!r}")
-    for loaded in ctx.compiled:
-        if _is_record(loaded):
-            continue
+    curated = [l for l in ctx.compiled if not _is_record(l)]
+    linkers: dict[str, list] = defaultdict(list)
+    for loaded in curated:
+        for fid in loaded.entry.formats:
+            linkers[fid].append(compile_pattern(loaded.entry.pattern))
+    for loaded in curated:
         entry = loaded.entry
-        rx = compile_pattern(entry.pattern)
         for n, fid in enumerate(entry.formats):
             rec = records.get(fid)
             if rec is None:
                 yield _finding(loaded, "formats", f"links unknown catalogue record {fid!r}", "formats", n)
                 continue
+            own = compile_pattern(rec.pattern)
+            if not any(own.search(normalize_line(e.line).message) for e in entry.examples):
+                yield _finding(loaded, "formats", f"no example of the entry is printed by linked format {fid}", "formats", n)
+                continue
+            # Entries that each explain one branch of a format (Enabled / Disabled) share it:
+            # together they must explain the format's example.
             message, context = _message_and_context(rec.example.line)
-            if not rx.search(message):
+            if not any(rx.search(message) for rx in linkers[fid]):
                 yield _finding(
                     loaded, "formats",
                     f"pattern does not match the example of linked format {fid}: {rec.example.line[:100]!r}",

@@ -35,6 +35,18 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
             r"NCCL (?P<level>INFO|WARN|TRACE|ERROR|ABORT)\s?"
         ),
     ),
+    # The same prefix with the host blanked or shortened by the paste (":5202:5682 [0]",
+    # "node [1]"), a source location that is a path ("/app/rccl/.../p2p.cc:256"), or none of it
+    # but the location ("include/shm.h:28 NCCL WARN").
+    (
+        "nccl_loose",
+        re.compile(
+            r"(?:(?P<host>[\w.\-]+)?(?::(?P<pid>\d+))?(?::(?P<tid>\d+))? )?\[(?P<device>\d+)\] "
+            r"(?:(?P<elapsed>\d+\.\d+) )?(?:(?P<source_location>[\w./\-]+:\d+) )?"
+            r"NCCL (?P<level>INFO|WARN|TRACE|ERROR|ABORT)\s?(?=\S)"
+        ),
+    ),
+    ("nccl_located", re.compile(r"(?P<source_location>[\w./\-]+\.(?:cc|h|cu|cpp|c):\d+) NCCL (?P<level>INFO|WARN|TRACE) (?=\S)")),
     ("nccl_bare", re.compile(r"(?:\[(?P<device>\d+)\] )?NCCL (?P<level>INFO|WARN|TRACE) (?=\S)")),
     (
         "glog",
@@ -60,6 +72,10 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
             r"|(?P<logger>[\w.]+): \[(?P<level2>" + _LEVELS + r")\] )"
         ),
     ),
+    # std::terminate's report of an uncaught C++ exception: "  what():  <the exception's message>"
+    ("cpp_what", re.compile(r"what\(\):\s+(?=\S)")),
+    # a bare bracketed timestamp some launchers and log shippers put in front ("[2026-08-23 09:56:59] ")
+    ("bracket_time", re.compile(r"\[(?P<timestamp>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]\s+(?=\S)")),
     (
         "mmengine",
         re.compile(

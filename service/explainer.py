@@ -8,6 +8,7 @@ by masked template: a training log repeats a few hundred templates a million tim
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from collections import OrderedDict
@@ -37,6 +38,11 @@ from indexer.texts import field_values, fill_bilingual
 CONTRACT_KEYS = (
     "line", "known", "confidence", "pattern_id", "tier", "component", "severity", "role",
     "title", "explanation", "action", "fields", "context", "candidates", "source",
+)
+
+
+EXCEPTION_PREFIX = re.compile(
+    r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure|Timeout)(?:\([^)]*\))?:\s+(?P<rest>\S.*)$"
 )
 
 
@@ -147,11 +153,20 @@ class Explainer:
     def _regex_answer(self, line: NormalizedLine) -> dict | None:
         if not line.message:
             return None
-        hits = self.patterns.matching(line.message, line.context)
+        message = line.message
+        hits = self.patterns.matching(message, line.context)
         if not hits:
-            return None
+            # The last line of a traceback, "XError: message": when no entry knows the whole
+            # line, the message is explained by whatever entry knows it.
+            m = EXCEPTION_PREFIX.match(message)
+            if m is None:
+                return None
+            message = m.group("rest")
+            hits = self.patterns.matching(message, line.context)
+            if not hits:
+                return None
         entry = self.entries[hits[0]]
-        fields = self.patterns.groups(hits[0], line.message)
+        fields = self.patterns.groups(hits[0], message)
         candidates = [{"pattern_id": self.entries[h].id, "confidence": REGEX_CONFIDENCE} for h in hits[:3]]
         return self._known(line, entry, fields, REGEX_CONFIDENCE, "regex", candidates)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from service.presentation import source_line
+
 SEVERITY_COLOURS = {"info": "36", "warning": "33", "error": "31", "fatal": "1;31"}
 LANG_LABELS = {"en": "EN", "zh": "中文"}
 
@@ -73,4 +75,7 @@ def render_answer(answer: dict, langs: tuple[str, ...] = ("en", "zh"), colour: b
     if answer["fields"]:
         shown = " ".join(f"{k}={v}" for k, v in answer["fields"].items())
         out += _wrap("", "fields: " + shown, width)
+    where = source_line(answer.get("source"), langs[0])
+    if where:
+        out += _wrap("", where, width)
     return "\n".join(out)

@@ -48,7 +48,7 @@ CHAIN_HEADER = re.compile(r"^(?:The above exception was the direct cause of the 
 EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning|Timeout)|"
                             r"[a-z_][\w]*(?:\.[\w]+)+\.[A-Z]\w*)(?::\s?(?P<message>.*))?$")
 CPP_FRAMES = re.compile(r"^(?:Exception raised from \S+ at \S+|frame #\d+:|\(no backtrace available\))")
-ADVICE = re.compile(r"\b(?:might|may) be (?:caused|due)|CUDA_LAUNCH_BLOCKING|For debugging consider|"
+ADVICE = re.compile(r"\b(?:might|may) be (?:caused|due|asynchronously reported)|CUDA_LAUNCH_BLOCKING|For debugging consider|"
                     r"consider (?:passing|setting|using)|To enable traceback see|set TORCH_SHOW_CPP_STACKTRACES", re.I)
 # Timeouts that report a hang somewhere else (a collective, a peer, the store), not a network
 # call that itself failed ("connect ... Connection timed out" is a failure of its own).
@@ -104,6 +104,7 @@ class Group:
     ranks: set = field(default_factory=set)
     hosts: set = field(default_factory=set)
     samples: list = field(default_factory=list)
+    kind: str = ""
 
 
 def signal_of(code: int) -> str | None:
@@ -139,7 +140,7 @@ def classify(line: Line, message: str, in_traceback_final: bool) -> tuple[int, s
     if a.get("known"):
         if role in ("context", "progress"):
             return None
-        if severity not in ("error", "fatal") and role != "root_cause":
+        if severity not in ("error", "fatal") and role not in ("root_cause", "cascade", "wrapper"):
             return None
         if severity == "info":
             return None
@@ -268,7 +269,8 @@ class Triage:
         g = self.groups.get(gkey)
         if g is None:
             role = a.get("role") or ("wrapper" if kind in ("wrapper", "worker_failed") else "cascade")
-            g = self.groups[gkey] = Group(gkey, a.get("pattern_id"), role, a.get("title"), first_line=line.number)
+            g = self.groups[gkey] = Group(gkey, a.get("pattern_id"), role, a.get("title"), first_line=line.number,
+                                          kind=kind)
         g.count += 1
         g.last_line = line.number
         ctx = line.context
@@ -324,7 +326,7 @@ class Triage:
                 "pattern_id": a.get("pattern_id"),
                 "tier": a.get("tier"),
                 "kind": CLASS_NAMES[b.cls] if b.kind not in ("signal", "worker_failed") else b.kind,
-                "title": a.get("title") or {"en": b.line.text[:120], "zh": b.line.text[:120]},
+                "title": self._title(b),
                 "explanation": a.get("explanation"),
                 "action": a.get("action"),
                 "why": self._why(b, cascade),
@@ -339,6 +341,20 @@ class Triage:
         }
         out["summary"] = self._summary(out)
         return out
+
+    def _title(self, b: Candidate) -> dict:
+        a = b.line.answer
+        if b.kind == "signal":
+            m = FAILED_WORKER.search(b.line.text)
+            code = int(m.group("code")) if m else None
+            sig = signal_of(code) if code is not None else None
+            who = f" (local_rank {m.group('local_rank')})" if m else ""
+            if sig:
+                return {"en": f"worker{who} killed by {sig}", "zh": f"worker{who} 被 {sig} 终止"}
+        if a.get("known") and a.get("title") and a["title"].get("en"):
+            return a["title"]
+        text = b.line.answer.get("_message") or b.line.text
+        return {"en": text[:160], "zh": text[:160]}
 
     def _group_out(self, g: Group) -> dict:
         return {"pattern_id": g.pattern_id, "role": g.role, "title": g.title, "count": g.count,
@@ -401,7 +417,7 @@ class Triage:
     def _why(self, b: Candidate, cascade: list[dict]) -> dict:
         later = sum(g["count"] for g in cascade if g["first_line"] > b.line.number)
         earlier = sum(g["count"] for g in cascade if g["first_line"] < b.line.number)
-        n_timeouts = sum(g["count"] for g in cascade if g["title"] and TIMEOUT.search(g["title"].get("en", "")))
+        n_timeouts = sum(g.count for g in self.groups.values() if g.kind == "timeout")
         en, zh = [], []
         if b.cls == 0:
             en.append("Its entry marks it as a root cause: a line that usually is the problem itself.")
@@ -478,7 +494,8 @@ class Triage:
             tail_en.append(f"exit code {failing['exit_code']}{sig}")
             tail_zh.append(f"退出码 {failing['exit_code']}{sig}")
         if tail_en:
-            en.append("; ".join(tail_en).capitalize() + ".")
+            joined = "; ".join(tail_en)
+            en.append(joined[:1].upper() + joined[1:] + ".")
             zh.append("，".join(tail_zh) + "。")
         return {"en": "\n".join(en), "zh": "\n".join(zh)}
 

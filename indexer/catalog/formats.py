@@ -209,7 +209,8 @@ def to_pattern(pieces: list[Piece], anchor_start: bool = True) -> tuple[str, lis
                 if not chunk:
                     continue
                 if chunk.isspace():
-                    out.append(r"\s+" if "\n" not in chunk else r"\s*")
+                    # a message's leading blanks are cut by the prefix normalizer and by pastes
+                    out.append(r"\s+" if "\n" not in chunk and out else r"\s*")
                 else:
                     out.append(re2_escape(chunk))
             continue

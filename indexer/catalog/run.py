@@ -60,16 +60,39 @@ def build_nccl_rccl(sources: dict[str, str], texts: dict) -> tuple[dict[str, lis
 
 
 def _probe_versions(records: list[dict], merged_pieces: dict[str, tuple], strings: dict[str, str]) -> None:
-    """Add the releases whose native libraries hold a C++ message's longest literal."""
+    """Add the releases whose native libraries hold a C++ message's longest literal.
+
+    One RE2 set of all probes scans each release's strings once (a substring test per record
+    and release would read the 200 MB of strings a thousand times)."""
+    import re2
+
+    from indexer.catalog.formats import re2_escape
+
+    probes: dict[str, list[dict]] = {}
     for rec in records:
         pieces = merged_pieces[rec["id"]]
         literals = sorted((p.strip() for p in pieces if isinstance(p, str)), key=len, reverse=True)
         probe = literals[0] if literals else ""
-        if len(probe) < 12:
-            continue
-        found = [v for v, blob in strings.items() if probe in blob]
-        rec["versions"] = sorted(set(rec["versions"]) | set(found), key=version_key)
-        rec["versions_from"] = "source and library strings"
+        if len(probe) >= 12:
+            probes.setdefault(probe, []).append(rec)
+    if not probes:
+        return
+    order = list(probes)
+    options = re2.Options()
+    options.max_mem = 1 << 30
+    options.log_errors = False
+    scan = re2.Set.SearchSet(options)
+    for probe in order:
+        scan.Add(re2_escape(probe))
+    scan.Compile()
+    found: dict[str, set[str]] = {probe: set() for probe in order}
+    for version, blob in strings.items():
+        for hit in scan.Match(blob) or ():
+            found[order[hit]].add(version)
+    for probe, recs in probes.items():
+        for rec in recs:
+            rec["versions"] = sorted(set(rec["versions"]) | found[probe], key=version_key)
+            rec["versions_from"] = "source and library strings"
 
 
 def build_torch(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:

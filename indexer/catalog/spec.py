@@ -31,7 +31,7 @@ def rccl_tags(tags: list[str]) -> list[str]:
 TORCH_PY_KEEP = re.compile(
     r"^torch/distributed/(?:elastic/|run\.py|launch\.py|launcher/|distributed_c10d\.py|rendezvous\.py"
     r"|c10d_logger\.py|constants\.py|utils\.py|__init__\.py|device_mesh\.py|_functional_collectives\.py"
-    r"|fsdp/|_composable/fsdp/|_composable/replicate\.py|pipelining/|checkpoint/|elastic_launch)"
+    r"|fsdp/|_composable/fsdp/|_composable/replicate\.py|pipelining/|elastic_launch)"
 )
 TORCH_CPP_SKIP = re.compile(r"UCC|ProcessGroupMPI|/quantization/|/rpc/|/autograd/|Fake|Dummy|Test")
 

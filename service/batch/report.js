@@ -123,7 +123,17 @@
   function explanation(a) {
     return `<div class="exp"><b>${esc(a.title[lang])}</b> <span class="badge ${a.severity}">${a.severity}</span>` +
       `<div>${esc(a.explanation[lang])}</div>` + (a.action ? `<div class="act">→ ${esc(a.action[lang])}</div>` : "") +
-      `<div class="meta">${esc(a.pattern_id)} · ${esc(a.component)} · ${esc(a.role)} · ${esc(a.tier)} · ${a.confidence}</div></div>`;
+      `<div class="meta">${esc(a.pattern_id)} · ${esc(a.component)} · ${esc(a.role)} · ${esc(a.tier)} · ${a.confidence}</div>` +
+      (a.source && a.source.repo ? `<div class="meta">${esc(sourceLine(a.source))}</div>` : "") + `</div>`;
+  }
+
+  // the same sentence as service/presentation.py
+  function sourceLine(s) {
+    let where = `${s.repo} ${s.file || ""}`.trim() + (s.line ? `:${s.line}` : "");
+    const parts = [(lang === "zh" ? "打印位置：" : "printed by ") + where];
+    if (s.function) parts.push((lang === "zh" ? "函数 " : "in ") + s.function);
+    if (s.versions) parts.push(s.versions);
+    return parts.join(lang === "zh" ? "，" : ", ");
   }
 
   function renderPage(highlight) {

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable
 import orjson
 
 from service.batch.engine import Annotated, Answer
+from service.presentation import source_line
 from service.batch.options import Options
 from service.batch.problems import Problem
 from service.batch.summary import Summary
@@ -102,6 +103,9 @@ def comment_lines(data: dict, langs: tuple[str, ...]) -> list[str]:
         lines += _wrapped("  ", data["explanation"][lang])
         if data["action"]:
             lines += _wrapped("  → ", data["action"][lang])
+    where = source_line(data.get("source"), langs[0])
+    if where:
+        lines += _wrapped("  ", where)
     return lines
 
 

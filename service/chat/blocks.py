@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from service.chat.answers import Answerer, Group, Reply
 from service.chat.labels import label, severity_counts_text
+from service.presentation import source_line
 from service.chat.messages import displayable
 
 SEVERITY_EMOJI = {
@@ -93,6 +94,9 @@ def known_blocks(answerer: Answerer, group: Group, lang: str) -> list[dict]:
         blocks.append(_section(f"*{label(lang, 'fields')}*\n" + "\n".join(rows)))
     if answer["action"]:
         blocks.append(_section(f"*{label(lang, 'action')}*\n{escape(answer['action'][lang])}"))
+    where = source_line(answer.get("source"), lang)
+    if where:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escape(where)}]})
     blocks.append(_footer(answerer, answer, lang))
     blocks.append(feedback_buttons(group, lang))
     return blocks

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from service.chat.answers import Answerer, Group, Reply
 from service.chat.labels import label, severity_counts_text
+from service.presentation import source_line
 from service.chat.messages import displayable
 
 SEVERITY_EMOJI = {"fatal": "🚨", "error": "❌", "warning": "⚠️", "info": "ℹ️", "unknown": "❔"}
@@ -67,6 +68,9 @@ def group_elements(answerer: Answerer, group: Group, lang: str, with_title: bool
         if answer["action"]:
             elements.append(_bold(label(lang, "action")))
             elements.append(_plain(answer["action"][lang]))
+        where = source_line(answer.get("source"), lang)
+        if where:
+            elements.append(_note(where))
     else:
         elements.append(_plain(label(lang, "unknown_body")))
         nearest = answerer.nearest(answer, lang)

@@ -63,6 +63,22 @@ function fieldList(answer, entryPromise, lang) {
   return [el("h3", { text: t("fields") }), list];
 }
 
+// Where the line is printed and in which releases: the same sentence as service/presentation.py.
+function sourceLine(source, lang) {
+  if (!source || !source.repo) return null;
+  let where = `${source.repo} ${source.file || ""}`.trim();
+  if (source.line) where += `:${source.line}`;
+  const sep = lang === "zh" ? "，" : ", ";
+  const parts = [lang === "zh" ? `${t("source")}：${where}` : `${t("source").toLowerCase()} ${where}`];
+  if (source.function) parts.push(`${t("printed_in")} ${source.function}`);
+  if (source.versions) parts.push(source.versions);
+  let text = parts.join(sep);
+  for (const also of source.also || []) {
+    text += lang === "zh" ? `（${t("also")} ${also.repo} ${also.versions}）` : ` (${t("also")} ${also.repo} ${also.versions})`;
+  }
+  return text;
+}
+
 function knownCard(number, answer, lang) {
   const entryPromise = pattern(answer.pattern_id);
   const sourceBox = el("div", { class: "provenance" });
@@ -80,6 +96,7 @@ function knownCard(number, answer, lang) {
     el("p", { class: "explanation", text: answer.explanation[lang] }),
     answer.action ? el("div", { class: "action" }, el("h3", { text: t("action") }), el("p", { text: answer.action[lang] })) : null,
     fieldList(answer, entryPromise, lang),
+    sourceLine(answer.source, lang) ? el("p", { class: "source-line", text: sourceLine(answer.source, lang) }) : null,
     sourceBox);
 }
 

@@ -1,0 +1,99 @@
+"""``explainlog catalog link``: tie curated entries to the catalogue records of their message.
+
+A curated entry explains a message that some record extracted from source; the link is found
+by running each record's pattern (derived from the format string) over the entry's real
+example lines. Per example the most specific matching record is taken (most fixed text), so a
+generic ``%s`` format never claims an entry. The entry gets ``formats: [ids]`` written into its
+YAML file (after ``source:``), and a record that had only a constructed example takes the
+entry's real line as its example, so the link can be checked both ways by ``kb check``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from indexer.catalog.build import write_records
+from indexer.catalog.records import catalog_files
+from indexer.kb_loader import load_kb
+from indexer.normalize import normalize_line
+from indexer.patterns import compile_pattern
+
+
+def _weight(pattern: str) -> int:
+    return len(re.sub(r"\(\?P<\w+>[^)]*\)|\\[sd][*+]?|[\\^$*+?()|\[\]]", "", pattern))
+
+
+def compute_links(kb_dir: Path) -> tuple[dict[str, list[str]], dict[str, tuple[str, bool]]]:
+    """(entry id -> record ids, record id -> (an entry's example line, constructed?)), real
+    lines preferred over an entry's constructed ones."""
+    kb = load_kb(kb_dir)
+    records = list(kb.records.values())
+    compiled = []
+    for rec in records:
+        if not rec.matchable:
+            continue  # a format with too little fixed text names no message
+        try:
+            compiled.append((rec, compile_pattern(rec.pattern), _weight(rec.pattern)))
+        except Exception:
+            continue
+    links: dict[str, list[str]] = {}
+    examples: dict[str, tuple[str, bool]] = {}
+    for loaded in kb.entries:
+        entry = loaded.entry
+        found: list[str] = []
+        for example in entry.examples:
+            message = normalize_line(example.line).message
+            hits = [(w, rec.id) for rec, rx, w in compiled if rx.search(message)]
+            if not hits:
+                continue
+            best = max(hits)[1]
+            if best not in found:
+                found.append(best)
+            constructed = bool(example.note and "construct" in example.note.lower())
+            if best not in examples or (examples[best][1] and not constructed):
+                examples[best] = (example.line, constructed)
+        if found:
+            links[entry.id] = sorted(found)
+    return links, examples
+
+
+def write_links(kb_dir: Path) -> dict:
+    links, real = compute_links(kb_dir)
+    kb = load_kb(kb_dir)
+    by_file: dict[str, list] = defaultdict(list)
+    for loaded in kb.entries:
+        by_file[loaded.file].append(loaded)
+    for file, entries in by_file.items():
+        lines = Path(file).read_text(encoding="utf-8").split("\n")
+        edits = []  # (line index, replace?, text)
+        for loaded in entries:
+            ids = links.get(loaded.entry.id)
+            if "formats" in {p[0] for p in loaded.positions if p}:
+                at = loaded.positions[("formats",)] - 1
+                edits.append((at, True, f"  formats: [{', '.join(ids)}]" if ids else None))
+            elif ids:
+                at = loaded.positions[("source",)] - 1
+                edits.append((at + 1, False, f"  formats: [{', '.join(ids)}]"))
+        for at, replace, text in sorted(edits, reverse=True):
+            if replace:
+                if text is None:
+                    del lines[at]
+                else:
+                    lines[at] = text
+            else:
+                lines.insert(at, text)
+        Path(file).write_text("\n".join(lines), encoding="utf-8")
+    # records linked by an entry take its real line as their example
+    changed = 0
+    for path in catalog_files(kb_dir):
+        rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+        for row in rows:
+            taken = real.get(row["id"])
+            if taken and row["example"].get("constructed") and row["example"]["line"] != taken[0]:
+                row["example"] = {"line": taken[0], "constructed": taken[1]}
+                changed += 1
+        write_records(path, rows)
+    return {"entries_linked": len(links), "links": sum(map(len, links.values())), "examples_taken": changed}

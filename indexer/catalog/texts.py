@@ -1,0 +1,84 @@
+"""``explainlog catalog texts FILE...``: merge written texts into the catalogue records.
+
+Writers get a worklist of records (id, file, line, level, format) and return JSONL objects
+``{id, severity, role, title, explanation, action}``. Texts are merged by id; an id the
+catalogue no longer has (the extractor changed how it renders a format) is matched by the
+worklist's place instead (repo, file, line, level), when that place names exactly one record.
+Every text is validated (both languages present, Chinese in zh, an action for problems)
+before it is written; rejected texts are reported, never half-merged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from indexer.catalog.build import write_records
+from indexer.catalog.records import catalog_files
+from indexer.schema import Bilingual, Role, Severity
+
+KEYS = ("severity", "role", "title", "explanation", "action")
+
+
+def _valid(text: dict) -> str | None:
+    try:
+        Severity(text["severity"])
+        Role(text["role"])
+        Bilingual.model_validate(text["title"])
+        Bilingual.model_validate(text["explanation"])
+        if text.get("action") is not None:
+            Bilingual.model_validate(text["action"])
+        elif text["severity"] != "info":
+            return "no action for a problem line"
+    except (KeyError, ValueError, ValidationError) as exc:
+        return str(exc).splitlines()[0]
+    return None
+
+
+def import_texts(kb_dir: Path, text_files: list[Path], worklists: list[Path] = ()) -> dict:
+    places = {}
+    for path in worklists:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                w = json.loads(line)
+                places[w["id"]] = (w["repo"], w["file"], w["line"], w["level"])
+    texts = {}
+    rejected = []
+    for path in text_files:
+        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                t = json.loads(line)
+            except json.JSONDecodeError:
+                rejected.append(f"{path}:{number}: not JSON")
+                continue
+            problem = _valid(t)
+            if problem:
+                rejected.append(f"{path}:{number}: {t.get('id')}: {problem}")
+                continue
+            texts[t["id"]] = t
+    files = catalog_files(kb_dir)
+    tables = {path: [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+              for path in files}
+    by_id = {row["id"]: row for rows in tables.values() for row in rows}
+    by_place: dict[tuple, list[dict]] = {}
+    for row in by_id.values():
+        by_place.setdefault((row["repo"], row["file"], row["line"], row["level"]), []).append(row)
+    merged = remapped = unmatched = 0
+    for tid, text in texts.items():
+        row = by_id.get(tid)
+        if row is None and tid in places and len(by_place.get(places[tid], [])) == 1:
+            row = by_place[places[tid]][0]
+            remapped += 1
+        if row is None:
+            unmatched += 1
+            continue
+        for key in KEYS:
+            row[key] = text.get(key)
+        merged += 1
+    for path, rows in tables.items():
+        write_records(path, rows)
+    return {"merged": merged, "remapped": remapped, "unmatched": unmatched, "rejected": rejected}
