@@ -52,7 +52,7 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
         "glog",
         re.compile(
             r"(?P<level>[IWEF])(?P<date>\d{4}) (?P<time>\d{2}:\d{2}:\d{2}\.\d+)\s+(?P<tid>\d+) "
-            r"(?P<source_location>[\w./\-]+:\d+)\] "
+            r"(?P<source_location>[\w./\\\-]+:\d+)\] "
         ),
     ),
     (
@@ -97,6 +97,19 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
             r"(?P<level>" + _LEVELS + r")\s+[-|:]?\s*(?:(?P<logger>[\w.]+)\s*[-:|]\s+)?"
         ),
     ),
+    # torchelastic's own logging format of PyTorch 1.9-1.10: "[INFO] 2021-09-13 22:17:26,651 run: "
+    (
+        "elastic_legacy",
+        re.compile(
+            r"\[(?P<level>" + _LEVELS + r")\] (?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d+) "
+            r"(?P<logger>\w+): "
+        ),
+    ),
+    # "INFO 2025-05-15 23:40:46,207 " (logging's "%(levelname)s %(asctime)s %(message)s")
+    ("level_time", re.compile(r"(?P<level>" + _LEVELS + r") (?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d+) (?=\S)")),
+    # c10d's logging macros (torch/csrc/distributed/c10d/logging.h) put "[c10d] " or
+    # "[c10d - debug] " / "[c10d - trace] " in front of every message
+    ("c10d_tag", re.compile(r"\[c\d\dd(?: - (?P<c10d_level>debug|trace))?\] (?=\S)")),
     ("py_basic", re.compile(r"(?P<level>" + _LEVELS + r"):(?P<logger>[\w.]+):(?=\S)")),
     (
         "hf_level_file",

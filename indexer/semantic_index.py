@@ -68,13 +68,17 @@ def index_items(kb: KnowledgeBase, unrelated: list[str]) -> list[IndexItem]:
     for text in {embedding_text(line) for line in unrelated}:
         if text:
             items.append(IndexItem("", UNRELATED, text))
+    # A record that a curated entry links is the same message: its texts count for the entry,
+    # whose richer text answers (a neighbour that is the record would otherwise win the line).
+    linked_to = {fid: l.entry.id for l in kb.entries for fid in l.entry.formats}
     for loaded in kb.all_entries:
         entry = loaded.entry
+        owner = linked_to.get(entry.id, entry.id)
         candidates = [("title", entry.title.en)] + [("example", embedding_text(e.line)) for e in entry.examples]
         for kind, text in candidates:
-            if text and (entry.id, text) not in seen:
-                seen.add((entry.id, text))
-                items.append(IndexItem(entry.id, kind, text))
+            if text and (owner, text) not in seen:
+                seen.add((owner, text))
+                items.append(IndexItem(owner, kind, text))
     return items
 
 
@@ -178,17 +182,22 @@ def _fit_calibration(
     kb: KnowledgeBase, kb_dir: Path, encoder: Encoder, index: SemanticIndex
 ) -> tuple[Calibrator, dict]:
     patterns = PatternSet([l.entry for l in kb.all_entries])
+    linked_to = {fid: l.entry.id for l in kb.entries for fid in l.entry.formats}
     queries: list[str] = []
     truths: list[str | None] = []
     for loaded in kb.all_entries:
+        record = kb.records.get(loaded.entry.id)
+        if record is not None and record.example.constructed:
+            continue  # a format filled with sample values is no line a user pastes: not a query
         for example in loaded.entry.examples:
             queries.append(embedding_text(example.line))
-            truths.append(loaded.entry.id)
+            truths.append(linked_to.get(loaded.entry.id, loaded.entry.id))
         for negative in loaded.entry.negatives:
             normalized = normalize_line(negative)
             hit = patterns.best(normalized.message, normalized.context)
             queries.append(embedding_text(negative))
-            truths.append(patterns.entries[hit.index].id if hit else None)
+            hit_id = patterns.entries[hit.index].id if hit else None
+            truths.append(linked_to.get(hit_id, hit_id) if hit_id else None)
     unrelated = _calibration_lines(kb_dir)
     # Leave-one-out applies here too: an unrelated line does not see itself in the index.
     queries += [embedding_text(line) for line in unrelated]

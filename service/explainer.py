@@ -46,6 +46,16 @@ EXCEPTION_PREFIX = re.compile(
 )
 
 
+_WORD = re.compile(r"[A-Za-z\u4e00-\u9fff]{2,}")
+
+
+def _wordy(message: str) -> bool:
+    """Three words or more: a bare file name, number or single word ("train.py", "Done") is
+    too little text for similar wording to mean the same message; such lines stay unknown
+    unless a pattern knows them."""
+    return len(_WORD.findall(message)) >= 3
+
+
 class IndexUnavailable(RuntimeError):
     """The semantic index is stale or missing and the policy forbids rebuilding it."""
 
@@ -202,7 +212,7 @@ class Explainer:
             }
             for rank, (entry_id, sim) in enumerate(row[:3])
         ]
-        if row and confidence >= calibrator.threshold:
+        if row and confidence >= calibrator.threshold and _wordy(line.message):
             entry = self.by_id[row[0][0]]
             return self._known(line, entry, {}, confidence, "semantic", candidates)
         return self._unknown(line, candidates, confidence)

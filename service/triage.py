@@ -10,9 +10,13 @@ earliest line of the best class, ordered by timestamp where lines carry one:
 0  a line whose entry marks it ``root_cause`` (not a timeout)
 1  the final exception line of a traceback no entry explains (or an ``XError: message`` line)
 2  a worker killed by a signal with no traceback of its own (exit code < 0 or 128+N)
-2.5 another error line no entry explains (at error level or with no level)
+2.5 another error line no entry explains (at error level or with no level), or a root cause
+   only the embedding tier recognised
 3  timeouts (watchdog, ``timed out``, heartbeat): they report a hang, not what caused it
+3.5 a worker that failed with a plain exit code (its traceback, when logged, wins)
 4  cascade lines (knock-on errors)            5  wrappers (ChildFailedError, summaries)
+Warning-level knock-on lines (SIGTERM sent to the survivors) are folded into the cascade but
+never named the cause.
 Advice and hypothesis lines ("might be caused by", CUDA_LAUNCH_BLOCKING hints) never win.
 Texts (``why``, ``summary``) are built from KB titles and the facts, never generated.
 """
@@ -38,8 +42,9 @@ SIGNAL_MEANING = {
     "SIGINT": ("was interrupted (Ctrl-C)", "被中断（Ctrl-C）"),
 }
 
-CLASS_NAMES = {0: "root_cause", 1: "exception", 2: "signal", 2.5: "unexplained_error", 3: "timeout", 4: "cascade",
-               5: "wrapper"}
+CLASS_NAMES = {0: "root_cause", 1: "exception", 2: "signal", 2.5: "unexplained_error", 3: "timeout",
+               3.5: "worker_failed", 4: "cascade", 5: "wrapper"}
+GROUP_ONLY = 99  # folded into the cascade, never a root-cause candidate
 
 TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\):")
 TRACEBACK_FRAME = re.compile(r"^\s+(?:File \"|\S)|^\s*\^+\s*$|^\s*~+")
@@ -132,7 +137,9 @@ def classify(line: Line, message: str, in_traceback_final: bool) -> tuple[int, s
     m = FAILED_WORKER.search(message)
     if m:
         code = int(m.group("code"))
-        return (2, "signal") if signal_of(code) else (5, "worker_failed")
+        # a worker that failed with a plain exit code: its own traceback is the cause when the
+        # log has it; without one, this line is the first failure the log shows
+        return (2, "signal") if signal_of(code) else (3.5, "worker_failed")
     m = SIGNAL_DEATH.search(message)
     if m and (m.group("num") or m.group("num2") or m.group("num3")
               or (m.group("code") and signal_of(int(m.group("code"))))):
@@ -144,14 +151,17 @@ def classify(line: Line, message: str, in_traceback_final: bool) -> tuple[int, s
             return None
         if severity == "info":
             return None
+        semantic = a.get("tier") == "semantic"
         if TIMEOUT.search(message):
             # the first report of a hang, even inside a wrapper, is the best evidence of it
             return (3, "timeout")
-        if role == "wrapper":
-            return (5, "wrapper")
-        if role == "cascade":
-            return (4, "cascade")
-        return (0, "root_cause")
+        if role in ("wrapper", "cascade"):
+            # a knock-on line at warning level (SIGTERM sent to the survivors) belongs in the
+            # cascade but is never named the cause
+            if severity == "warning":
+                return (GROUP_ONLY, role)
+            return (5 if role == "wrapper" else 4, role)
+        return (2.5, "root_cause") if semantic else (0, "root_cause")
     # unknown to the KB: only clear error shapes count
     if in_traceback_final:
         if TIMEOUT.search(message):
@@ -165,6 +175,8 @@ def classify(line: Line, message: str, in_traceback_final: bool) -> tuple[int, s
     level = (line.context.get("level") or "").lower()
     if level[:1] in ("i", "d", "w", "n", "v", "t"):  # info, debug, warning, notice, verbose, trace
         return None
+    if level[:1] in ("e", "f", "c"):  # printed at error, fatal or critical level by its logger
+        return (3, "timeout") if TIMEOUT.search(message) else (2.5, "error")
     if re.search(r"\bnot an? (?:failure|error)\b|\bno errors?\b|\b0 errors\b", message, re.I):
         return None
     if re.search(r"\b(?:warn|warning|deprecat\w*)\b", message, re.I) and not re.search(r"\bWARN\b.*\b(?:fail|error)", message):
@@ -252,9 +264,12 @@ class Triage:
         if verdict is None:
             return
         cls, kind = verdict
-        order = (cls, _timestamp(ctx) if cls < 4 else "", line.number)
+        if cls == GROUP_ONLY:
+            self._group(line, kind)
+            return
+        order = (cls, line.number)
         cand = Candidate(cls, line, order, kind, final)
-        if self.best is None or order < self.best.order:
+        if self.best is None or order < self.best.order or self._earlier_in_time(cand, self.best):
             if self.best is not None:
                 self._group(self.best.line, self.best.kind)
             self.best = cand
@@ -262,6 +277,16 @@ class Triage:
             self.neighbours = [l for l in self._recent[:-1] if not l.answer.get("known")]
         else:
             self._group(line, kind)
+
+    @staticmethod
+    def _earlier_in_time(new: Candidate, best: Candidate) -> bool:
+        """Interleaved ranks: of two lines of one class, the one stamped earlier came first,
+        when both carry a timestamp of the same format (so the stamps compare)."""
+        if new.cls != best.cls:
+            return False
+        a, b = new.line.context, best.line.context
+        ta, tb = _timestamp(a), _timestamp(b)
+        return bool(ta and tb and a.get("format") == b.get("format") and ta < tb)
 
     def _group(self, line: Line, kind: str) -> None:
         a = line.answer
@@ -325,7 +350,7 @@ class Triage:
                 "line": b.line.text,
                 "pattern_id": a.get("pattern_id"),
                 "tier": a.get("tier"),
-                "kind": CLASS_NAMES[b.cls] if b.kind not in ("signal", "worker_failed") else b.kind,
+                "kind": b.kind if b.kind in ("signal", "worker_failed") else CLASS_NAMES[b.cls],
                 "title": self._title(b),
                 "explanation": a.get("explanation"),
                 "action": a.get("action"),
@@ -435,6 +460,14 @@ class Triage:
             en.append(f"A worker was {meaning[0]}" + (f" ({sig})" if sig else "") +
                       " and logged no traceback of its own, so the signal is the first failure the log shows.")
             zh.append(f"有 worker {meaning[1]}" + (f"（{sig}）" if sig else "") + "，且没有留下自己的 traceback，因此该信号就是日志中最早可见的故障。")
+        elif b.cls == 2.5:
+            en.append("No entry marks an earlier line as a root cause; this is the first error line (or a line"
+                      " recognised only by similar wording), so read it and the lines around it.")
+            zh.append("之前没有被条目标为根因的行；这是第一条错误日志（或仅凭相似措辞识别出的行），请结合它前后的日志判断。")
+        elif b.cls == 3.5:
+            en.append("A worker exited with an error code and no traceback of its own is in this log: its own"
+                      " output or error file holds the cause.")
+            zh.append("有 worker 以错误码退出，而这份日志里没有它自己的 traceback：原因在它自己的输出或 error file 里。")
         elif b.cls == 3:
             en.append("Only timeouts are left: a timeout reports that a collective or a peer hung, so the cause is"
                       " on the rank that stopped making progress, which this log may not show.")

@@ -194,8 +194,8 @@ def test_build_is_reproducible_and_keeps_texts_by_id(tagged_repo, tmp_path):
     # formats both projects print are one record with both projects' versions; RCCL keeps none
     assert {r["format"]: r.get("other_versions") for r in rows} == {
         "old wording {x}": None,
-        "new wording {x}": {"ROCm/rccl": ["rocm-5.0.0"]},
-        "kept {s}": {"ROCm/rccl": ["rocm-5.0.0"]},
+        "new wording {x}": {"ROCm/rccl": ["rocm-5.0.0", "develop-2020-01-01"]},
+        "kept {s}": {"ROCm/rccl": ["rocm-5.0.0", "develop-2020-01-01"]},
     }
     assert (out / "rccl.jsonl").read_text() == ""
     rows[0]["title"] = {"en": "A title", "zh": "一个标题"}
@@ -206,8 +206,19 @@ def test_build_is_reproducible_and_keeps_texts_by_id(tagged_repo, tmp_path):
     assert again[rows[0]["id"]]["title"]["zh"] == "一个标题"
     manifest = json.loads((out / "manifest.json").read_text())
     assert {(t["repo"], t["version"]) for t in manifest["read"]["nccl+rccl"]} == {
-        ("NVIDIA/nccl", "v2.4.2-1"), ("NVIDIA/nccl", "v2.10.3-1"), ("ROCm/rccl", "rocm-5.0.0")}
+        ("NVIDIA/nccl", "v2.4.2-1"), ("NVIDIA/nccl", "v2.10.3-1"), ("ROCm/rccl", "rocm-5.0.0"),
+        ("ROCm/rccl", "develop-2020-01-01")}  # the default branch, read as a dated version
     assert all(len(t["origin"]) == 40 for t in manifest["read"]["nccl+rccl"])
+
+
+def test_torch_warn_records_accept_the_warning_handler_frame():
+    from indexer.catalog.build import Merged
+
+    occ = torch_cpp_file("x.cpp", 'void f() { TORCH_WARN("TORCH_NCCL_AVOID_RECORD_STREAMS=1 has no effect for point-to-point"); }')[0]
+    rec = to_record(Merged("torch_distributed", "pytorch/pytorch", occ.level, occ.pieces, True, occ.kind, occ, ["v2.6.0"]), {})
+    rx = re2.compile(rec["pattern"])
+    assert rx.search("Warning: TORCH_NCCL_AVOID_RECORD_STREAMS=1 has no effect for point-to-point (function operator())")
+    assert rx.search("TORCH_NCCL_AVOID_RECORD_STREAMS=1 has no effect for point-to-point")
 
 
 def test_malformed_catalogue_lines_are_reported_with_file_and_line(tmp_path):

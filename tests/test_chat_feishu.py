@@ -8,6 +8,7 @@ and nothing is stored.
 
 from __future__ import annotations
 
+from service.presentation import source_line
 import base64
 import json
 import threading
@@ -131,6 +132,8 @@ def expected_card(explainer, line: str, lang: str, answer_id: str, reply_id: str
     if answer["action"]:
         elements += [{"tag": "div", "text": {"tag": "lark_md", "content": f"**{ui['action']}**"}},
                      {"tag": "div", "text": {"tag": "plain_text", "content": answer["action"][lang]}}]
+    if answer["source"]:  # where the line is printed (the sentence itself: test_presentation.py)
+        elements.append({"tag": "note", "elements": [{"tag": "plain_text", "content": source_line(answer["source"], lang)}]})
     other = "en" if lang == "zh" else "zh"
     elements += [
         {"tag": "note", "elements": [{"tag": "plain_text", "content": f"{ui['confidence']} {answer['confidence']:.2f} · {answer['pattern_id']}"}]},

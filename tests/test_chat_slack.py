@@ -8,6 +8,7 @@ nothing is stored). Socket Mode runs over a real WebSocket to the fake server.
 
 from __future__ import annotations
 
+from service.presentation import source_line
 import json
 import logging
 import time
@@ -146,6 +147,8 @@ def expected_blocks(explainer, line: str, lang: str, answer_id: str) -> list[dic
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{ui['fields']}*\n" + "\n".join(rows)}})
     if answer["action"]:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{ui['action']}*\n{slack_escape(answer['action'][lang])}"}})
+    if answer["source"]:  # where the line is printed (the sentence itself: test_presentation.py)
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": slack_escape(source_line(answer["source"], lang))}]})
     link = WEB + "/#" + urlencode({"q": line})
     blocks += [
         {"type": "context", "elements": [{"type": "mrkdwn", "text": f"{ui['confidence']} {answer['confidence']:.2f} · `{answer['pattern_id']}` · <{link}|{ui['open']}>"}]},

@@ -203,3 +203,22 @@ def test_cors_allows_only_configured_origins(explainer, server):
     assert "access-control-allow-origin" not in other.headers
     default = httpx.get(f"{server.url}/v1/patterns", headers={"Origin": "https://ops.example"})
     assert "access-control-allow-origin" not in default.headers
+
+
+def test_triage_names_the_root_cause_of_a_pasted_log(client):
+    log = "\n".join([
+        "Sending process 24901 closing signal SIGTERM",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 3, in <module>',
+        "KeyError: 'labels'",
+        "failed (exitcode: 1) local_rank: 3 (pid: 33054) of binary: /bin/python",
+    ])
+    for response in (client.post("/v1/triage", content=log, headers={"Content-Type": "text/plain"}),
+                     client.post("/v1/triage", json={"log": log})):
+        assert response.status_code == 200
+        result = response.json()
+        assert result["root_cause"]["line_number"] == 4
+        assert result["facts"]["lines"] == 5
+        assert set(result["summary"]) == {"en", "zh"}
+    assert client.post("/v1/triage", json={"log": "  \n"}).status_code == 422
+    assert client.post("/v1/triage", json={"text": "x"}).status_code == 422

@@ -22,7 +22,7 @@ from indexer.catalog.extract import Occurrence, meaningful
 from indexer.catalog.formats import display_format, example_line, to_pattern
 from indexer.catalog.sources import Tree
 
-TEXT_KEYS = ("title", "explanation", "action", "severity", "role", "example_real", "note")
+TEXT_KEYS = ("title", "explanation", "action", "severity", "role", "example_kept")
 
 
 @dataclass
@@ -84,6 +84,10 @@ def collect(
 def to_record(m: Merged, texts: dict[str, dict]) -> dict:
     fmt = display_format(list(m.pieces))
     pattern, groups = to_pattern(list(m.pieces), anchor_start=m.anchored)
+    if m.kind.startswith("TORCH_WARN"):
+        # c10's warning handler prints "Warning: <message> (function <name>)"
+        body = pattern[1:-len(r"\s*$")]
+        pattern = r"^(?:Warning:\s+)?" + body + r"(?:\s+\(function .*\))?\s*$"
     rid = record_id(m.component, m.first.file, m.level, fmt)
     text = texts.get(rid, {})
     level_severity = {
@@ -114,12 +118,28 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
     }
     if len(m.locations) > 1:
         record["also_in"] = sorted(m.locations - {m.first.file})
-    real = text.get("example_real")
-    if real:
-        record["example"] = {"line": real, "constructed": False}
+    kept = text.get("example_kept")
+    sample = example_line(list(m.pieces))
+    if kept and (not kept[1] or kept[0] != sample):
+        # a real line, or an entry's line that `catalog link` gave the record: kept across rebuilds
+        record["example"] = {"line": kept[0], "constructed": kept[1]}
     else:
-        record["example"] = {"line": example_line(list(m.pieces)), "constructed": True}
+        record["example"] = {"line": sample, "constructed": True}
+    if record["matchable"] and not _matches_after_normalizing(pattern, record["example"]["line"]):
+        # what the format prints is itself a prefix the normalizer strips (c10d's "[c10d] "
+        # builders): such a record can never be told from the message it wraps
+        record["matchable"] = False
     return record
+
+
+def _matches_after_normalizing(pattern: str, line: str) -> bool:
+    from indexer.normalize import normalize_line
+    from indexer.patterns import compile_pattern
+
+    try:
+        return compile_pattern(pattern).search(normalize_line(line).message) is not None
+    except Exception:
+        return False
 
 
 def load_texts(path: Path) -> dict[str, dict]:
@@ -133,8 +153,8 @@ def load_texts(path: Path) -> dict[str, dict]:
         rec = json.loads(line)
         keep = {k: rec.get(k) for k in ("title", "explanation", "action", "severity", "role") if rec.get(k)}
         ex = rec.get("example") or {}
-        if ex and not ex.get("constructed"):
-            keep["example_real"] = ex.get("line")
+        if ex and ex.get("line"):
+            keep["example_kept"] = (ex["line"], bool(ex.get("constructed")))
         texts[rec["id"]] = keep
     return texts
 

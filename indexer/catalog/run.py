@@ -42,6 +42,13 @@ def _git_trees(git_dir: str, select) -> list[Tree]:
 def build_nccl_rccl(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
     nccl_trees = _git_trees(sources["nccl"], nccl_tags)
     rccl_trees = _git_trees(sources["rccl"], rccl_tags)
+    # The newest RCCL code is on its default branch, ahead of the last rocm-X.Y.Z tag: read it as
+    # a dated version ("develop-2024-10-24") so messages added since the last tag are known too.
+    repo = GitRepo(sources["rccl"])
+    head_date = repo._git("log", "-1", "--format=%cs", "HEAD").strip()
+    if head_date:
+        tree = repo.tree("HEAD", ("src",), NCCL_SUFFIXES)
+        rccl_trees.append(Tree(f"develop-{head_date}", tree.origin, tree.files))
     nccl = collect("nccl", "NVIDIA/nccl", nccl_trees, nccl_file)
     rccl = collect("rccl", "ROCm/rccl", rccl_trees, nccl_file)
     nccl_records = []

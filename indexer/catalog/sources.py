@@ -74,7 +74,8 @@ def directory_tree(version: str, root: Path, under: tuple[str, ...], suffixes: t
     files = []
     digest = hashlib.sha256()
     for base in under:
-        for path in sorted((root / base).rglob("*")):
+        top = root / base
+        for path in ([top] if top.is_file() else sorted(top.rglob("*"))):
             if path.is_file() and path.name.endswith(suffixes):
                 data = path.read_bytes()
                 rel = path.relative_to(root).as_posix()

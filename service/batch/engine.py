@@ -44,7 +44,7 @@ from service.batch.summary import Summary
 from service.explainer import CONTRACT_KEYS  # one contract for every front-end
 
 _SET_OPTIONS = re2.Options()
-_SET_OPTIONS.max_mem = 256 << 20  # the whole KB in one set, as the spine's PatternSet has it
+_SET_OPTIONS.max_mem = 1 << 30  # the whole KB and catalogue in one set (a budget, not an allocation)
 _SET_OPTIONS.log_errors = False
 
 _HEAD_KEYS = CONTRACT_KEYS[1:11]  # known .. action: what comes between "line" and "fields"
@@ -313,8 +313,8 @@ class Engine:
         # whose outcome differs from the shape's first line takes the per-message path.
         self._digit_specific: list[list[tuple[str, Any]]] = []  # context rules of each
         self._closures: list[str] = []
-        self._guards = re2.Set.SearchSet(re2.Options())  # their digit closures, for shapes
-        self._specific = re2.Set.SearchSet(re2.Options())  # the patterns themselves, for lines
+        self._guards = re2.Set.SearchSet(_SET_OPTIONS)  # their digit closures, for shapes
+        self._specific = re2.Set.SearchSet(_SET_OPTIONS)  # the patterns themselves, for lines
         self._closed_entries: set[int] = set()  # digit-closed: same group spans on a whole shape
         for index, entry in enumerate(explainer.entries):
             rules = list(entry.context.items())

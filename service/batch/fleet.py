@@ -186,6 +186,8 @@ def flat_record(record: dict) -> dict:
             flat[f"{key}_zh"] = value["zh"] if value else None
         elif key in ("fields", "context", "candidates"):
             flat[key] = orjson.dumps(value if value is not None else ({} if key != "candidates" else [])).decode()
+        elif key == "source":
+            flat[key] = orjson.dumps(value).decode() if value is not None else None
         else:
             flat[key] = value
     return flat
