@@ -50,10 +50,11 @@ _WORD = re.compile(r"[A-Za-z\u4e00-\u9fff]{2,}")
 
 
 def _wordy(message: str) -> bool:
-    """Three words or more: a bare file name, number or single word ("train.py", "Done") is
-    too little text for similar wording to mean the same message; such lines stay unknown
-    unless a pattern knows them."""
-    return len(_WORD.findall(message)) >= 3
+    """Two words and ten letters or more: a bare file name, number or single word ("train.py",
+    "Done") is too little text for similar wording to mean the same message; such lines stay
+    unknown unless a pattern knows them."""
+    words = _WORD.findall(message)
+    return len(words) >= 2 and sum(map(len, words)) >= 10
 
 
 class IndexUnavailable(RuntimeError):
