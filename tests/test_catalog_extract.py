@@ -233,3 +233,13 @@ def test_malformed_catalogue_lines_are_reported_with_file_and_line(tmp_path):
     assert len(records) == 1
     assert [(Path(p.file).name, p.line) for p in problems] == [("nccl.jsonl", 2), ("nccl.jsonl", 3)]
     assert "severity" in str(problems[1])
+
+
+def test_no_held_out_line_is_a_kb_example_or_record():
+    """Held-out means held out: none of its lines may appear anywhere in kb/."""
+    held = [json.loads(l)["line"] for f in sorted((ROOT / "tests" / "data" / "heldout").glob("*.jsonl"))
+            for l in f.read_text(encoding="utf-8").splitlines() if l.strip()]
+    assert len(held) > 400
+    kb_text = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "kb").rglob("*"))
+                        if p.is_file() and p.suffix in (".yaml", ".jsonl", ".txt"))
+    assert [line for line in held if line in kb_text] == []
