@@ -65,14 +65,16 @@ def _cmd_catalog_build(args: argparse.Namespace) -> int:
 def _cmd_triage(args: argparse.Namespace) -> int:
     import json
 
-    from service.triage import read_sources, triage_lines
+    from service.triage import triage_paths
 
     sources = args.paths or ["-"]
     for path in sources:
-        if path != "-" and not Path(path).is_file():
-            print(f"triage: not a readable file: {path}", file=sys.stderr)
+        if path != "-" and not Path(path).exists() and not set("*?[") & set(path):
+            print(f"triage: no such file: {path}", file=sys.stderr)
             return 2
-    result = triage_lines(_explainer(args), read_sources(sources), semantic=not args.regex_only)
+    result = triage_paths(_explainer(args), sources, semantic=not args.regex_only)
+    for problem in result["problems"]:
+        print(f"triage: {problem}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
@@ -95,6 +97,8 @@ def _cmd_triage(args: argparse.Namespace) -> int:
         for g in result["cascade"][:15]:
             title = (g["title"] or {}).get(key) or g["sample_lines"][0][:100]
             print(f"  ×{g['count']:<5} lines {g['first_line']}-{g['last_line']}  {title}")
+    if any(p for p in result["problems"]):
+        return 1
     return 0
 
 

@@ -12,6 +12,9 @@ earliest line of the best class, ordered by timestamp where lines carry one:
 2  a worker killed by a signal with no traceback of its own (exit code < 0 or 128+N)
 2.5 another error line no entry explains (at error level or with no level), or a root cause
    only the embedding tier recognised
+2.7 a root cause printed at warning level after which training went on (a progress line
+   followed it): a performance warning repeated for hours did not kill the job; its pattern
+   keeps this class for the rest of the log
 3  timeouts (watchdog, ``timed out``, heartbeat): they report a hang, not what caused it
 3.5 a worker that failed with a plain exit code (its traceback, when logged, wins)
 4  cascade lines (knock-on errors)            5  wrappers (ChildFailedError, summaries)
@@ -24,6 +27,7 @@ Texts (``why``, ``summary``) are built from KB titles and the facts, never gener
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -42,7 +46,7 @@ SIGNAL_MEANING = {
     "SIGINT": ("was interrupted (Ctrl-C)", "被中断（Ctrl-C）"),
 }
 
-CLASS_NAMES = {0: "root_cause", 1: "exception", 2: "signal", 2.5: "unexplained_error", 3: "timeout",
+CLASS_NAMES = {0: "root_cause", 1: "exception", 2: "signal", 2.5: "unexplained_error", 2.7: "root_cause", 3: "timeout",
                3.5: "worker_failed", 4: "cascade", 5: "wrapper"}
 GROUP_ONLY = 99  # folded into the cascade, never a root-cause candidate
 
@@ -69,15 +73,27 @@ FAILED_WORKER = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?
 BLOCK_FIELD = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<value>.*)$")
 ROOT_BLOCK = re.compile(r"Root Cause \(first observed failure\)")
 SLURM_EXIT = re.compile(r"srun: error: (?P<host>\S+): tasks? (?P<tasks>[\d,\-]+): (?:Exited with exit code (?P<code>\d+)|Killed|Terminated)")
+_NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+_RCCL_VERSION = re.compile(r"RCCL version (\d+\.\d+\.\d+)")
+_DS_VERSION = re.compile(r"DeepSpeed info: version=(\S+)")
+_DS_VERSION2 = re.compile(r"\bDeepSpeed version[: ]+(\d[\w.+]*)")
+_TORCH_VERSION = re.compile(r"\btorch(?:\s+version|==|\s*:)\s*(\d+\.\d+\.\d+[\w.+]*)")
+_WORLD = re.compile(r"\b(?:world[_ ]size|WORLD_SIZE|nranks|nRanks)\b\s*[:=]?\s*(\d+)")
+_GDR = re.compile(r"GPU Direct RDMA Enabled|/GDRDMA")
 PROGRESS = re.compile(r"\b(?:iteration|iter|step|epoch|global_step)\b\s*[:=]?\s*\[?\s*\d+", re.I)
 
 
 @dataclass
 class Line:
-    number: int
+    number: int  # the line's number in its own file (what the answer shows)
     file: str
     text: str
     answer: dict
+    seq: int = 0  # its position over all files of the job (what orders lines); number if 0
+
+    def __post_init__(self) -> None:
+        if not self.seq:
+            self.seq = self.number
 
     @property
     def context(self) -> dict:
@@ -106,6 +122,9 @@ class Group:
     count: int = 0
     first_line: int = 0
     last_line: int = 0
+    first_seq: int = 0
+    last_seq: int = 0
+    file: str = ""
     ranks: set = field(default_factory=set)
     hosts: set = field(default_factory=set)
     samples: list = field(default_factory=list)
@@ -206,7 +225,9 @@ class Triage:
         self.timeline: list[tuple[int, str, str]] = []
         self.failed_workers: list[dict] = []
         self.neighbours: list[Line] = []
-        self._recent: list[Line] = []
+        self._verdicts: dict = {}
+        self.survived: set = set()  # warning-level root-cause patterns training went on after
+        self._recent: deque = deque(maxlen=4)  # the last lines (None for known ones skipped unread)
 
     # ---- one line ------------------------------------------------------------------------
     def feed(self, line: Line) -> None:
@@ -254,29 +275,67 @@ class Triage:
                 if self.block:
                     self.in_block = False
                 return
-        verdict = classify(line, message, final)
+        a = line.answer
+        if a.get("known") and not final:
+            # a known line's class depends on its entry and its message alone: remembered
+            memo_key = (a.get("pattern_id"), a.get("tier"), message)
+            verdict = self._verdicts.get(memo_key, False)
+            if verdict is False:
+                if len(self._verdicts) > 20_000:
+                    self._verdicts.clear()
+                verdict = self._verdicts[memo_key] = classify(line, message, final)
+        else:
+            verdict = classify(line, message, final)
         if line.answer.get("role") == "progress" or (not line.answer.get("known") and PROGRESS.search(message)
                                                      and not ERRORISH.search(message)):
-            self.last_progress = line
+            self._progressed(line)
         self._recent.append(line)
-        if len(self._recent) > 4:
-            self._recent.pop(0)
         if verdict is None:
             return
         cls, kind = verdict
+        if cls == 0 and self.survived and a.get("pattern_id") in self.survived:
+            cls = 2.7
         if cls == GROUP_ONLY:
             self._group(line, kind)
             return
-        order = (cls, line.number)
+        order = (cls, line.seq)
         cand = Candidate(cls, line, order, kind, final)
         if self.best is None or order < self.best.order or self._earlier_in_time(cand, self.best):
             if self.best is not None:
                 self._group(self.best.line, self.best.kind)
             self.best = cand
             self.progress_before_root = self.last_progress
-            self.neighbours = [l for l in self._recent[:-1] if not l.answer.get("known")]
+            self.neighbours = [l for l in list(self._recent)[:-1] if l is not None and not l.answer.get("known")]
         else:
             self._group(line, kind)
+
+    @property
+    def busy(self) -> bool:
+        """Inside a multi-line event (a traceback, torchrun's failure block): every line counts."""
+        return self.in_block or "frames" in self.tb_state.values()
+
+    def skip(self, line: Line | None, context: dict, progress: bool = False) -> None:
+        """A line ``feed`` would neither classify nor read facts from (see ``TriageStream``):
+        counted, its rank and host noted, kept as a neighbour when unknown (``line``, else
+        None) and as the last progress when ``progress``."""
+        self.n += 1
+        host = context.get("host")
+        if host:
+            self.facts["hosts"].add(host)
+        rank = context.get("rank")
+        if rank not in (None, ""):
+            self.facts["ranks"].add(str(rank))
+        self._recent.append(line)
+        if progress:
+            self._progressed(line)
+
+    def _progressed(self, line: Line) -> None:
+        """Training went on: a warning-level root cause before it did not stop the job."""
+        self.last_progress = line
+        b = self.best
+        if b is not None and b.cls == 0 and b.line.answer.get("severity") == "warning":
+            self.survived.add(b.line.answer.get("pattern_id"))
+            b.cls, b.order = 2.7, (2.7, b.line.seq)
 
     @staticmethod
     def _earlier_in_time(new: Candidate, best: Candidate) -> bool:
@@ -295,9 +354,12 @@ class Triage:
         if g is None:
             role = a.get("role") or ("wrapper" if kind in ("wrapper", "worker_failed") else "cascade")
             g = self.groups[gkey] = Group(gkey, a.get("pattern_id"), role, a.get("title"), first_line=line.number,
-                                          kind=kind)
+                                          first_seq=line.seq, file=line.file, kind=kind)
         g.count += 1
-        g.last_line = line.number
+        if line.seq < g.first_seq:  # a candidate that lost its place joins its group late
+            g.first_seq, g.first_line, g.file = line.seq, line.number, line.file
+        if line.seq >= g.last_seq:
+            g.last_seq, g.last_line = line.seq, line.number
         ctx = line.context
         if ctx.get("rank") not in (None, ""):
             g.ranks.add(str(ctx["rank"]))
@@ -307,39 +369,57 @@ class Triage:
             g.samples.append(line.text)
 
     def _facts(self, message: str) -> None:
+        self._transport(message)
+        self._value_facts(message)
+
+    def _transport(self, message: str) -> None:
+        """Facts read from words alone (no digit), the same on every line of a shape."""
         f = self.facts
-        m = re.search(r"NCCL version (\d+\.\d+\.\d+)", message)
-        if m:
-            f["versions"]["nccl"] = m.group(1)
-        m = re.search(r"RCCL version (\d+\.\d+\.\d+)", message)
-        if m:
-            f["versions"]["rccl"] = m.group(1)
-        m = re.search(r"DeepSpeed info: version=(\S+)", message) or re.search(r"\bDeepSpeed version[: ]+(\d[\w.+]*)", message)
-        if m:
-            f["versions"]["deepspeed"] = m.group(1).rstrip(",")
-        m = re.search(r"\btorch(?:\s+version|==|\s*:)\s*(\d+\.\d+\.\d+[\w.+]*)", message)
-        if m:
-            f["versions"]["torch"] = m.group(1)
-        m = re.search(r"\b(?:world[_ ]size|WORLD_SIZE|nranks|nRanks)\b\s*[:=]?\s*(\d+)", message)
-        if m:
-            f["world_size"] = max(int(m.group(1)), f.get("world_size", 0))
-        if "NET/IB" in message or "NET/IBext" in message:
-            f["transport"].add("IB" if "RoCE" not in message else "RoCE")
-        elif "NET/Socket" in message:
-            f["transport"].add("socket")
-        if re.search(r"GPU Direct RDMA Enabled|/GDRDMA", message):
-            f["transport"].add("GDR")
-        m = FAILED_WORKER.search(message)
-        if m:
-            self.failed_workers.append({k: m.group(k) for k in ("code", "local_rank", "pid")})
-        m = SLURM_EXIT.search(message)
-        if m:
-            f.setdefault("slurm", []).append({k: v for k, v in m.groupdict().items() if v})
+        if "NET/" in message:
+            if "NET/IB" in message:
+                f["transport"].add("IB" if "RoCE" not in message else "RoCE")
+            elif "NET/Socket" in message:
+                f["transport"].add("socket")
+        if "GDR" in message or "GPU Direct RDMA Enabled" in message:
+            if _GDR.search(message):
+                f["transport"].add("GDR")
+
+    def _value_facts(self, message: str) -> None:
+        """Facts whose values are numbers: read from each line they occur in."""
+        f = self.facts
+        # cheap substring gates first: this runs on every line a fact's words occur in
+        if "version" in message:
+            m = _NCCL_VERSION.search(message)
+            if m:
+                f["versions"]["nccl"] = m.group(1)
+            m = _RCCL_VERSION.search(message)
+            if m:
+                f["versions"]["rccl"] = m.group(1)
+            m = _DS_VERSION.search(message) or _DS_VERSION2.search(message)
+            if m:
+                f["versions"]["deepspeed"] = m.group(1).rstrip(",")
+        if "torch" in message:
+            m = _TORCH_VERSION.search(message)
+            if m:
+                f["versions"]["torch"] = m.group(1)
+        if "ize" in message or "anks" in message or "IZE" in message:
+            m = _WORLD.search(message)
+            if m:
+                f["world_size"] = max(int(m.group(1)), f.get("world_size", 0))
+        if "exitcode" in message:
+            m = FAILED_WORKER.search(message)
+            if m:
+                self.failed_workers.append({k: m.group(k) for k in ("code", "local_rank", "pid")})
+        if "srun" in message:
+            m = SLURM_EXIT.search(message)
+            if m:
+                f.setdefault("slurm", []).append({k: v for k, v in m.groupdict().items() if v})
 
     # ---- the verdict -----------------------------------------------------------------------
     def result(self) -> dict:
         facts = self._facts_out()
-        cascade = [self._group_out(g) for g in sorted(self.groups.values(), key=lambda g: g.first_line)]
+        ordered = sorted(self.groups.values(), key=lambda g: g.first_seq)
+        cascade = [self._group_out(g) for g in ordered]
         root = None
         if self.best is not None:
             b = self.best
@@ -354,7 +434,7 @@ class Triage:
                 "title": self._title(b),
                 "explanation": a.get("explanation"),
                 "action": a.get("action"),
-                "why": self._why(b, cascade),
+                "why": self._why(b, ordered),
                 "nearby_unknown": [l.text for l in self.neighbours],
             }
         out = {
@@ -362,7 +442,7 @@ class Triage:
             "reason": None if root else "no failure found: no line is an error, a failed worker or a crash",
             "cascade": cascade,
             "facts": facts,
-            "timeline": self._timeline(root, cascade),
+            "timeline": self._timeline(root, ordered),
         }
         out["summary"] = self._summary(out)
         return out
@@ -383,7 +463,7 @@ class Triage:
 
     def _group_out(self, g: Group) -> dict:
         return {"pattern_id": g.pattern_id, "role": g.role, "title": g.title, "count": g.count,
-                "first_line": g.first_line, "last_line": g.last_line, "ranks": sorted(g.ranks, key=_num),
+                "file": g.file, "first_line": g.first_line, "last_line": g.last_line, "ranks": sorted(g.ranks, key=_num),
                 "hosts": sorted(g.hosts), "sample_lines": g.samples}
 
     def _facts_out(self) -> dict:
@@ -400,7 +480,7 @@ class Triage:
         }
         prog = self.progress_before_root if self.best else self.last_progress
         if prog is not None:
-            out["last_progress"] = {"line_number": prog.number, "line": prog.text,
+            out["last_progress"] = {"file": prog.file, "line_number": prog.number, "line": prog.text,
                                     "time": _timestamp(prog.context) or None}
         block = self.block
         failing = {}
@@ -439,9 +519,10 @@ class Triage:
         out["failing"] = failing or None
         return out
 
-    def _why(self, b: Candidate, cascade: list[dict]) -> dict:
-        later = sum(g["count"] for g in cascade if g["first_line"] > b.line.number)
-        earlier = sum(g["count"] for g in cascade if g["first_line"] < b.line.number)
+    def _why(self, b: Candidate, groups: list[Group]) -> dict:
+        later = sum(g.count for g in groups if g.first_seq > b.line.seq)
+        survived = sum(g.count for g in groups if g.pattern_id in self.survived)
+        earlier = sum(g.count for g in groups if g.first_seq < b.line.seq and g.pattern_id not in self.survived)
         n_timeouts = sum(g.count for g in self.groups.values() if g.kind == "timeout")
         en, zh = [], []
         if b.cls == 0:
@@ -482,22 +563,29 @@ class Triage:
         if earlier:
             en.append(f"The {earlier} louder line(s) printed before it are knock-on reports or wrappers, not causes.")
             zh.append(f"在它之前打印的 {earlier} 条错误是连带报错或包装信息，并非原因。")
+        if survived and b.cls != 2.7:
+            en.append(f"{survived} warning line(s) that can cause failures were followed by training progress,"
+                      " so they did not stop the job.")
+            zh.append(f"另有 {survived} 条可能导致故障的警告之后训练仍在推进，说明它们并未导致任务终止。")
         if n_timeouts and b.cls < 3:
             en.append("Timeouts in the log come from ranks left waiting on it.")
             zh.append("日志中的超时来自等待它的其他 rank。")
         return {"en": " ".join(en), "zh": "".join(zh)}
 
-    def _timeline(self, root: dict | None, cascade: list[dict]) -> list[dict]:
+    def _timeline(self, root: dict | None, groups: list[Group]) -> list[dict]:
         items = []
         prog = self.progress_before_root if self.best else self.last_progress
         if prog is not None:
-            items.append({"line_number": prog.number, "role": "progress", "line": prog.text})
-        if root:
-            items.append({"line_number": root["line_number"], "role": "root_cause", "line": root["line"]})
-        for g in cascade[:8]:
-            items.append({"line_number": g["first_line"], "role": g["role"], "line": g["sample_lines"][0]})
-        items.sort(key=lambda i: i["line_number"])
-        return items[:12]
+            items.append((prog.seq, {"file": prog.file, "line_number": prog.number, "role": "progress",
+                                     "line": prog.text}))
+        if root and self.best is not None:
+            items.append((self.best.line.seq, {"file": root["file"], "line_number": root["line_number"],
+                                               "role": "root_cause", "line": root["line"]}))
+        for g in groups[:8]:
+            items.append((g.first_seq, {"file": g.file, "line_number": g.first_line, "role": g.role,
+                                        "line": g.samples[0]}))
+        items.sort(key=lambda i: i[0])
+        return [item for _, item in items[:12]]
 
     def _summary(self, out: dict) -> dict:
         root, facts = out["root_cause"], out["facts"]
@@ -538,22 +626,26 @@ def _num(value: str):
 
 
 def triage_lines(explainer, sources: Iterable[tuple[str, str]], semantic: bool = True, batch: int = 2048) -> dict:
-    """Triage ``(file name, line)`` pairs in order with one explainer."""
+    """Triage ``(file name, line)`` pairs in order with one explainer, line by line (what the
+    HTTP route and the rule tests use; ``TriageStream`` reads files at the batch engine's speed
+    and gives the same verdict)."""
     from indexer.normalize import mask_message, normalize_line
 
     t = Triage()
-    number = 0
+    seq = 0
+    numbers: dict[str, int] = {}
     buf: list[tuple[str, str]] = []
 
     def flush() -> None:
-        nonlocal number
+        nonlocal seq
         answers = explainer.explain_many([text for _, text in buf], semantic=semantic)
         for (name, text), answer in zip(buf, answers):
-            number += 1
+            seq += 1
+            numbers[name] = number = numbers.get(name, 0) + 1
             message = normalize_line(text).message
             answer["_message"] = message
             answer["_template"] = mask_message(message)[:200]
-            t.feed(Line(number, name, text, answer))
+            t.feed(Line(number, name, text, answer, seq))
         buf.clear()
 
     for pair in sources:
@@ -563,6 +655,160 @@ def triage_lines(explainer, sources: Iterable[tuple[str, str]], semantic: bool =
     if buf:
         flush()
     return t.result()
+
+
+# Where a line whose answer alone says "no failure" (a known INFO/context/progress line, or an
+# unknown line not at error level) could still matter to ``Triage.feed``: every word or shape
+# its rules look for (tracebacks, chained exceptions, torchrun's block, exit codes and signals,
+# error words, exception lines, progress counters). A superset is safe: such lines are simply
+# read in full. Facts (versions, world size, transport) are read from the raw line alone.
+_ANY_HINT = (  # matters for any line: multi-line events, exit codes and signals
+    r"Traceback \(most recent call last\)|The above exception was the direct cause|"
+    r"During handling of the above exception|Root Cause \(first observed failure\)|"
+    r"exited on signal|died with <Signals|death signal|exit ?code|exit status"
+)
+_UNKNOWN_HINT = (  # matters for lines no entry knows: error words, exception lines, progress counters
+    r"(?:Error|Exception|Failure|Exit|Interrupt|Warning|Timeout):|"
+    r"\b(?:errors?|failed|failure|fatal|exception|abort(?:ed)?|killed|segmentation fault|core dumped|bus error)\b|"
+    r"\b(?:iteration|iter|step|epoch|global_step)\b"
+)
+_FACTS_HINT = (
+    r"[NR]CCL version|DeepSpeed info|DeepSpeed version|\btorch(?:\s+version|==|\s*:)|world[_ ]size|WORLD_SIZE|"
+    r"\bn[Rr]anks\b|exitcode|srun: error"
+)
+SKIP, PROGRESS_ONLY, UNKNOWN_ONLY, FEED = 0, 1, 2, 3
+ANY_HIT, UNKNOWN_HIT, FACTS_HIT = 1, 2, 4
+
+
+class TriageStream:
+    """Triage sources through the batch engine: each distinct line shape is answered once
+    (regex, catalogue and, for unknown templates, the embedding tier), and only the lines that
+    can change the verdict are read in full by ``Triage.feed``; the rest are counted with their
+    rank and host (and facts, where a fact's words occur). One pass, memory bounded by the
+    engine's caches, not by the log.
+    """
+
+    def __init__(self, explainer, semantic: bool = True, engine=None) -> None:
+        """``engine``: a batch ``Engine`` of the same explainer to reuse (its caches carry over)."""
+        import re2
+
+        from service.batch.engine import Engine
+
+        self.engine = engine if engine is not None else Engine(explainer, semantic=semantic)
+        self.triage = Triage()
+        self.seq = 0
+        self._key_hints: dict[bytes, int] = {}
+        self._parsed: dict = {}
+        opts = re2.Options()
+        opts.case_sensitive = False
+        self._hint = re2.compile(f"({_FACTS_HINT})|({_ANY_HINT})|{_UNKNOWN_HINT}".encode(), opts)
+        self.problems: list = []
+
+    @staticmethod
+    def _flag(answer) -> int:
+        if not answer.known:
+            return UNKNOWN_ONLY
+        role = answer.role
+        severity = {0: "info", 1: "warning", 2: "error", 3: "fatal"}.get(answer.rank)
+        if role == "progress":
+            return PROGRESS_ONLY
+        if role in ("context", "advice") or severity in ("info", "debug"):
+            return SKIP
+        if severity not in ("error", "fatal") and role not in ("root_cause", "cascade", "wrapper"):
+            return SKIP
+        return FEED
+
+    def _hints(self, keys: list[bytes]) -> list[int]:
+        """For each distinct shape key of a chunk: 0, or ANY_HIT / UNKNOWN_HIT / FACTS_HIT bits. A shape key
+        is its lines with digits and pointer letters zeroed, so the words the hints look for
+        (none holds a digit) are the same on every line of it."""
+        cache = self._key_hints
+        out = []
+        for key in keys:
+            bits = cache.get(key)
+            if bits is None:
+                bits = 0
+                for m in self._hint.finditer(key):
+                    bits |= FACTS_HIT if m.start(1) >= 0 else ANY_HIT if m.start(2) >= 0 else UNKNOWN_HIT
+                if b"NET/" in key or b"GDR" in key or b"GPU Direct" in key:
+                    self.triage._transport(key.decode("utf-8", "replace"))
+                if len(cache) > 50_000:
+                    cache.clear()
+                cache[key] = bits
+            out.append(bits)
+        return out
+
+    def feed_chunk(self, chunk, name: str) -> None:
+        from indexer.normalize import mask_message
+
+        ann = self.engine.annotate(chunk, need_context=True, context_dicts=True, keep_messages=True)
+        hints = self._hints(ann.shape_keys)
+        ids = ann.key_ids
+        t = self.triage
+        texts, answers, contexts = ann.texts, ann.answers, ann.contexts
+        first = chunk.first_line
+        for i in range(len(answers)):
+            self.seq += 1
+            a = answers[i]
+            f = a.mark
+            if f is None:
+                f = a.mark = self._flag(a)
+            ctx = contexts[i] or {}
+            h = hints[ids[i]]
+            if f == FEED or h & ANY_HIT or t.busy or (f == UNKNOWN_ONLY and (
+                    h & UNKNOWN_HIT or (ctx.get("level") or "")[:1].lower() in ("e", "f", "c"))):
+                text = texts[i]
+                answer = self._record(a, text, ann.fields[i], ctx)
+                message = ann.messages[i]
+                answer["_message"] = message
+                answer["_template"] = mask_message(message)[:200] if not a.known else message[:200]
+                t.feed(Line(first + i, name, text, answer, self.seq))
+                continue
+            if h & FACTS_HIT:
+                t._value_facts(texts[i])
+            line = Line(first + i, name, texts[i], {"known": a.known, "context": ctx}, self.seq) if f else None
+            t.skip(line, ctx, f == PROGRESS_ONLY)
+
+    def _record(self, a, text: str, fields: dict | None, context: dict) -> dict:
+        """The line's answer as ``explain`` gives it, without making the shared ``Answer``
+        keep a parsed copy (the engine holds many of them)."""
+        import orjson
+
+        data = a._data
+        if data is None:
+            data = self._parsed.get(a)
+            if data is None:
+                if len(self._parsed) > 2_000:
+                    self._parsed.clear()
+                data = self._parsed[a] = orjson.loads(b"{%b,\"fields\":%b,%b}" % (a.head, a.fields_json, a.tail))
+        record = dict(data, line=text, context=context)
+        if fields is not None:
+            record["fields"] = fields
+        return record
+
+    def feed_source(self, source, index: int = 0) -> None:
+        from service.batch.reader import SourceReader
+
+        reader = SourceReader(source, index, self.problems)
+        for chunk in reader.chunks():
+            self.feed_chunk(chunk, source.name)
+
+    def result(self) -> dict:
+        out = self.triage.result()
+        out["problems"] = [str(p) for p in self.problems]
+        return out
+
+
+def triage_paths(explainer, paths: list[str], semantic: bool = True) -> dict:
+    """``explainlog triage PATH...``: files (plain, gzip, zstd, bzip2), directories, globs, '-'."""
+    from service.batch.inputs import discover
+
+    sources, problems = discover(paths)
+    stream = TriageStream(explainer, semantic)
+    stream.problems.extend(problems)
+    for index, source in enumerate(sources):
+        stream.feed_source(source, index)
+    return stream.result()
 
 
 def read_sources(paths: list[str]) -> Iterator[tuple[str, str]]:

@@ -11,15 +11,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from service.triage import read_sources, triage_lines
+from service.triage import TriageStream, triage_lines, read_sources
 
 
-def evaluate_triage(explainer, folder: Path, semantic: bool = True) -> dict:
+def evaluate_triage(explainer, folder: Path, semantic: bool = True, streaming: bool = True) -> dict:
+    """``streaming``: through ``TriageStream`` (what ``explainlog triage`` runs), else line by
+    line (what ``POST /v1/triage`` runs); both must give the same verdicts."""
     rows = [json.loads(l) for l in (folder / "labels.jsonl").read_text(encoding="utf-8").splitlines() if l.strip()]
     out = {"cases": len(rows), "with_failure": 0, "root_right": 0, "cascade_as_root": 0,
            "no_failure_cases": 0, "no_failure_right": 0, "results": []}
+    engine = None
     for row in rows:
-        result = triage_lines(explainer, read_sources([str(folder / f"{row['case']}.log")]), semantic=semantic)
+        path = folder / f"{row['case']}.log"
+        if streaming:
+            result, engine = _stream(explainer, path, semantic, engine)
+        else:
+            result = triage_lines(explainer, read_sources([str(path)]), semantic=semantic)
         got = result["root_cause"]
         got_line = got["line"] if got else None
         verdict = "wrong"
@@ -40,6 +47,14 @@ def evaluate_triage(explainer, folder: Path, semantic: bool = True) -> dict:
                                "expected": row["root_cause"], "got": got_line,
                                "got_pattern": got["pattern_id"] if got else None})
     return out
+
+
+def _stream(explainer, path: Path, semantic: bool, engine) -> tuple[dict, object]:
+    from service.batch.inputs import Source
+
+    stream = TriageStream(explainer, semantic, engine)
+    stream.feed_source(Source(str(path), path, path.stat().st_size))
+    return stream.result(), stream.engine
 
 
 def report_lines(r: dict) -> list[str]:

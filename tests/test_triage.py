@@ -177,7 +177,7 @@ def test_cli_triage_json_on_a_real_log_shape(tmp_path, compress):
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    assert set(result) == {"root_cause", "reason", "cascade", "facts", "timeline", "summary"}
+    assert set(result) == {"root_cause", "reason", "cascade", "facts", "timeline", "summary", "problems"}
     assert result["facts"]["lines"] == 5
     assert result["root_cause"] is not None and result["root_cause"]["line_number"] in (1, 4)
     assert set(result["summary"]) == {"en", "zh"}
@@ -192,3 +192,81 @@ def test_labelled_set_meets_the_target():
     assert r["cascade_as_root"] == 0
     assert r["no_failure_right"] == r["no_failure_cases"]
     assert r["root_right"] / r["with_failure"] >= 0.90
+
+
+def test_a_warning_root_cause_training_went_on_after_yields_to_a_later_failure():
+    r = _run([
+        ("[WARNING] [stage3.py:1998:step] 8 pytorch allocator cache flushes since last step", "ds.flush", "root_cause", "warning"),
+        ("[rank0]: step 100 loss 2.2", "progress.step", "progress", "info"),
+        ("[WARNING] [stage3.py:1998:step] 9 pytorch allocator cache flushes since last step", "ds.flush", "root_cause", "warning"),
+        ("host:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12", "nccl.ib", "root_cause", "error"),
+        ("Sending process 12 closing signal SIGTERM", "elastic.sigterm", "cascade", "warning"),
+    ])
+    assert r["root_cause"]["line_number"] == 4
+    flush = next(g for g in r["cascade"] if g["pattern_id"] == "ds.flush")
+    assert (flush["count"], flush["first_line"], flush["last_line"]) == (2, 1, 3)
+    assert "did not stop the job" in r["root_cause"]["why"]["en"]
+
+
+def test_a_warning_root_cause_with_no_progress_after_it_still_wins():
+    r = _run([
+        ("[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98)", "c10d.bind", "root_cause", "warning"),
+        ("[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.", "c10d.listen", "cascade", "error"),
+    ])
+    assert r["root_cause"]["line_number"] == 1
+
+
+def _stream_result(tmp_path, files: dict[str, str], semantic=False):
+    from service.batch.inputs import discover
+    from service.explainer import Explainer
+    from service.triage import triage_paths
+
+    paths = []
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        paths.append(str(tmp_path / name))
+    return triage_paths(Explainer(), paths, semantic=semantic)
+
+
+def test_streaming_and_line_by_line_triage_agree_on_every_labelled_case():
+    """``explainlog triage`` reads through the batch engine and skips lines that cannot change
+    the verdict; ``POST /v1/triage`` reads line by line. Same verdict, groups and facts."""
+    from service.explainer import Explainer
+    from service.triage import TriageStream, read_sources, triage_lines
+    from service.batch.inputs import Source
+
+    explainer = Explainer()
+    engine = None
+    folder = ROOT / "tests" / "data" / "triage"
+    cases = sorted(folder.glob("case_*.log"))
+    assert len(cases) >= 40
+    for path in cases:
+        slow = triage_lines(explainer, read_sources([str(path)]), semantic=False)
+        stream = TriageStream(explainer, semantic=False, engine=engine)
+        engine = stream.engine
+        stream.feed_source(Source(str(path), path, path.stat().st_size))
+        fast = stream.result()
+        fast.pop("problems")
+        assert fast == slow, path.name
+
+
+def test_streaming_triage_numbers_lines_per_file_and_orders_files_in_turn(tmp_path):
+    r = _stream_result(tmp_path, {
+        "rank0.log": "[rank0]: step 1 loss 2.0\n[rank0]: step 2 loss 1.9\n",
+        "rank1.log": "[rank1]: step 1 loss 2.0\n[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+    })
+    root = r["root_cause"]
+    assert root["file"].endswith("rank1.log") and root["line_number"] == 2
+    assert r["facts"]["lines"] == 4 and r["problems"] == []
+
+
+def test_streaming_triage_reports_unreadable_and_truncated_inputs(tmp_path):
+    data = gzip.compress(("[rank0]: step 1 loss 2.0\n" * 2000).encode())
+    (tmp_path / "cut.log.gz").write_bytes(data[: len(data) // 2])
+    from service.explainer import Explainer
+    from service.triage import triage_paths
+
+    r = triage_paths(Explainer(), [str(tmp_path / "cut.log.gz"), str(tmp_path / "missing.log")], semantic=False)
+    kinds = " ".join(r["problems"])
+    assert "truncated" in kinds or "lost" in kinds
+    assert "missing.log" in kinds

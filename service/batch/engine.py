@@ -71,7 +71,7 @@ class Answer:
     """
 
     __slots__ = ("_data", "key", "template", "rank", "known", "role", "_uid", "_json", "head", "fields_json", "tail",
-                 "deferred")
+                 "deferred", "mark")
 
     def __init__(self, answer: dict, template: str | None, tail: bytes | None = None) -> None:
         self._data: dict | None = {k: answer[k] for k in CONTRACT_KEYS if k not in ("line", "context")}
@@ -88,6 +88,7 @@ class Answer:
         self._uid: bytes | None = None
         self._json: bytes | None = None
         self.deferred = False  # unknown, and the semantic tier is left to the summary's owner
+        self.mark: Any = None  # a consumer's note on this answer (triage: what to read of its lines)
 
     @classmethod
     def per_line_fields(cls, head: bytes, pattern_id: str, severity: str, role: str, tail: bytes) -> "Answer":
@@ -106,6 +107,7 @@ class Answer:
         answer._uid = None
         answer._json = None
         answer.deferred = False
+        answer.mark = None
         return answer
 
     @property
@@ -259,6 +261,9 @@ class Annotated:
     fields: list[dict | None]  # a line's own fields where its answer's vary by line, else None
     undecodable: list[int] = field(default_factory=list)  # lines whose bytes are not UTF-8
     summary: Summary = field(default_factory=Summary)
+    messages: list[str] | None = None  # each line's message, when asked for
+    shape_keys: list[bytes] | None = None  # the chunk's distinct shape keys (see shape_keys)
+    key_ids: Any = None  # each line's index into shape_keys
 
     def record(self, i: int) -> dict:
         """Line ``i``'s answer as the spine's ``explain`` returns it (context when kept)."""
@@ -630,7 +635,11 @@ class Engine:
             self._by_embedded.clear()
         self._by_embedded[shape.embedded] = answer  # type: ignore[index]
 
-    def annotate(self, chunk: Chunk, need_context: bool = True) -> Annotated:
+    def annotate(self, chunk: Chunk, need_context: bool = True, context_dicts: bool = False,
+                 keep_messages: bool = False) -> Annotated:
+        """Every line's answer; contexts when ``need_context``: dicts, or for fast shapes JSON
+        bytes unless ``context_dicts``; with ``keep_messages`` each line's message (the line
+        without its prefixes) too. Triage asks for both."""
         lines = chunk.data.split(b"\n")
         distinct, _, first_of, _, key_ids, _ = shape_keys.tally(chunk.data)
         ids = memoryview(key_ids).cast("I")  # each line's index into distinct
@@ -639,6 +648,7 @@ class Engine:
         answers: list[Answer | None] = [None] * n
         contexts: list[dict] | None = [None] * n if need_context else None  # type: ignore[list-item]
         line_fields: list[dict | None] = [None] * n
+        messages: list[str] | None = [""] * n if keep_messages else None
         pending: dict[Any, list[int]] = {}  # cache key -> line indices waiting for the spine
         pending_text: dict[Any, str] = {}
         pending_target: dict[Any, Shape | None] = {}
@@ -658,12 +668,16 @@ class Engine:
                 message = text[shape.lead:shape.end]
                 context = shape.ctx_const
                 if need_context:  # as JSON straight from the slices; a dict only where needed
+                    if context is None and context_dicts:
+                        context = shape.ctx_build(text)
                     contexts[i] = context if context is not None else shape.ctx_json(text)  # type: ignore[index]
             else:
                 normalized = normalize_line(text)
                 message, context = normalized.message, normalized.context
                 if need_context:
                     contexts[i] = context  # type: ignore[index]
+            if messages is not None:
+                messages[i] = message
             answer = shape.answer
             if shape.runs_ok is not None:
                 ok = shape.runs_ok.get(text[shape.runs_at[0]:shape.runs_at[1]])
@@ -724,14 +738,15 @@ class Engine:
                     known_cache[key] = answer
                 for i in pending[key]:
                     answers[i] = answer
-        annotated = Annotated(chunk, texts, answers, contexts, line_fields, undecodable)  # type: ignore[arg-type]
+        annotated = Annotated(chunk, texts, answers, contexts, line_fields, undecodable,  # type: ignore[arg-type]
+                              messages=messages, shape_keys=distinct, key_ids=ids)
         if self.verify != "off" and self._unchecked:
             before = self.mismatches
             self._verify(annotated, distinct, first_of)
             if self.mismatches != before:
                 # The demoted shapes now take the spine's path; redo the chunk so that no line
                 # keeps an answer from the fast path that was just caught disagreeing.
-                return self.annotate(chunk, need_context)
+                return self.annotate(chunk, need_context, context_dicts, keep_messages)
         annotated.summary = self._tally(chunk, texts, answers, undecodable)  # type: ignore[arg-type]
         return annotated
 
