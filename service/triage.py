@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 SIGNALS = {
     1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
@@ -226,6 +226,7 @@ class Triage:
         self.failed_workers: list[dict] = []
         self.neighbours: list[Line] = []
         self._verdicts: dict = {}
+        self._facts_read: set[str] = set()
         self.survived: set = set()  # warning-level root-cause patterns training went on after
         self._recent: deque = deque(maxlen=4)  # the last lines (None for known ones skipped unread)
 
@@ -240,7 +241,11 @@ class Triage:
             self.facts["hosts"].add(ctx["host"])
         if ctx.get("rank") not in (None, ""):
             self.facts["ranks"].add(str(ctx["rank"]))
-        self._facts(message)
+        if message not in self._facts_read:  # facts are sets and maxima: one read per message
+            if len(self._facts_read) > 20_000:
+                self._facts_read.clear()
+            self._facts_read.add(message)
+            self._facts(message)
         # multi-line events: a traceback ends at its exception line
         final = False
         state = self.tb_state.get(key, "")
@@ -628,7 +633,8 @@ def _num(value: str):
 def triage_lines(explainer, sources: Iterable[tuple[str, str]], semantic: bool = True, batch: int = 2048) -> dict:
     """Triage ``(file name, line)`` pairs in order with one explainer, line by line (what the
     HTTP route and the rule tests use; ``TriageStream`` reads files at the batch engine's speed
-    and gives the same verdict)."""
+    and gives the same verdict). The embedding tier is asked only about unknown lines that
+    could be failures (``suspicious``), as ``TriageStream`` does."""
     from indexer.normalize import mask_message, normalize_line
 
     t = Triage()
@@ -638,7 +644,13 @@ def triage_lines(explainer, sources: Iterable[tuple[str, str]], semantic: bool =
 
     def flush() -> None:
         nonlocal seq
-        answers = explainer.explain_many([text for _, text in buf], semantic=semantic)
+        texts = [text for _, text in buf]
+        answers = explainer.explain_many(texts, semantic=False)
+        if semantic:
+            ask = [i for i, a in enumerate(answers) if suspicious(a, texts[i], a.get("context") or {})]
+            if ask:
+                for i, answer in zip(ask, explainer.explain_many([texts[i] for i in ask], semantic=True)):
+                    answers[i] = answer
         for (name, text), answer in zip(buf, answers):
             seq += 1
             numbers[name] = number = numbers.get(name, 0) + 1
@@ -678,6 +690,38 @@ _FACTS_HINT = (
 )
 SKIP, PROGRESS_ONLY, UNKNOWN_ONLY, FEED = 0, 1, 2, 3
 ANY_HIT, UNKNOWN_HIT, FACTS_HIT = 1, 2, 4
+_HINTS = None
+
+
+def hints() -> Any:
+    """The three hints in one case-insensitive RE2: group 1 facts, group 2 any line, else
+    unknown lines only."""
+    global _HINTS
+    if _HINTS is None:
+        import re2
+
+        opts = re2.Options()
+        opts.case_sensitive = False
+        _HINTS = re2.compile(f"({_FACTS_HINT})|({_ANY_HINT})|{_UNKNOWN_HINT}", opts)
+    return _HINTS
+
+
+def hint_bits(text: str | bytes) -> int:
+    bits = 0
+    for m in hints().finditer(text):
+        bits |= FACTS_HIT if m.start(1) >= 0 else ANY_HIT if m.start(2) >= 0 else UNKNOWN_HIT
+    return bits
+
+
+def _error_level(context: dict) -> bool:
+    return (context.get("level") or "")[:1].lower() in ("e", "f", "c")
+
+
+def suspicious(answer: dict, text: str, context: dict) -> bool:
+    """An unknown line the embedding tier is asked about: one whose words could make it a
+    failure (an error word, an exception line, an exit code) or printed at error level. The
+    rest (progress bars, chatter, junk) stays unknown without costing an embedding each."""
+    return not answer.get("known") and bool(hint_bits(text) & (ANY_HIT | UNKNOWN_HIT) or _error_level(context))
 
 
 class TriageStream:
@@ -694,14 +738,14 @@ class TriageStream:
 
         from service.batch.engine import Engine
 
-        self.engine = engine if engine is not None else Engine(explainer, semantic=semantic)
+        self.engine = engine if engine is not None else Engine(explainer, semantic=False)
+        self.explainer = explainer
+        self.semantic = semantic
+        self._semantic_cache: dict[str, dict] = {}  # template -> the embedding tier's answer
         self.triage = Triage()
         self.seq = 0
         self._key_hints: dict[bytes, int] = {}
         self._parsed: dict = {}
-        opts = re2.Options()
-        opts.case_sensitive = False
-        self._hint = re2.compile(f"({_FACTS_HINT})|({_ANY_HINT})|{_UNKNOWN_HINT}".encode(), opts)
         self.problems: list = []
 
     @staticmethod
@@ -727,9 +771,7 @@ class TriageStream:
         for key in keys:
             bits = cache.get(key)
             if bits is None:
-                bits = 0
-                for m in self._hint.finditer(key):
-                    bits |= FACTS_HIT if m.start(1) >= 0 else ANY_HIT if m.start(2) >= 0 else UNKNOWN_HIT
+                bits = hint_bits(key)
                 if b"NET/" in key or b"GDR" in key or b"GPU Direct" in key:
                     self.triage._transport(key.decode("utf-8", "replace"))
                 if len(cache) > 50_000:
@@ -746,6 +788,7 @@ class TriageStream:
         ids = ann.key_ids
         t = self.triage
         texts, answers, contexts = ann.texts, ann.answers, ann.contexts
+        semantic = self._semantic(texts, answers, contexts, hints, ids) if self.semantic else {}
         first = chunk.first_line
         for i in range(len(answers)):
             self.seq += 1
@@ -755,19 +798,48 @@ class TriageStream:
                 f = a.mark = self._flag(a)
             ctx = contexts[i] or {}
             h = hints[ids[i]]
-            if f == FEED or h & ANY_HIT or t.busy or (f == UNKNOWN_ONLY and (
-                    h & UNKNOWN_HIT or (ctx.get("level") or "")[:1].lower() in ("e", "f", "c"))):
+            if f == FEED or h & ANY_HIT or t.busy or (f == UNKNOWN_ONLY and (h & UNKNOWN_HIT or _error_level(ctx))):
                 text = texts[i]
+                sem = semantic.get(i)
+                if sem is not None and sem["known"]:
+                    answer = dict(sem, line=text, context=ctx)
+                    message = ann.messages[i]
+                    answer["_message"] = message
+                    answer["_template"] = message[:200]
+                    t.feed(Line(first + i, name, text, answer, self.seq))
+                    continue
                 answer = self._record(a, text, ann.fields[i], ctx)
                 message = ann.messages[i]
                 answer["_message"] = message
-                answer["_template"] = mask_message(message)[:200] if not a.known else message[:200]
+                answer["_template"] = (a.template or mask_message(message))[:200] if not a.known else message[:200]
                 t.feed(Line(first + i, name, text, answer, self.seq))
                 continue
             if h & FACTS_HIT:
                 t._value_facts(texts[i])
             line = Line(first + i, name, texts[i], {"known": a.known, "context": ctx}, self.seq) if f else None
             t.skip(line, ctx, f == PROGRESS_ONLY)
+
+    def _semantic(self, texts, answers, contexts, hints, ids) -> dict[int, dict]:
+        """The embedding tier's answers for the chunk's ``suspicious`` unknown lines, asked once
+        per template (a line longer than the embedded text is its own key)."""
+        wanted: dict[int, str] = {}
+        ask: dict[str, int] = {}
+        cache = self._semantic_cache
+        for i, a in enumerate(answers):
+            if a.known or not (hints[ids[i]] & (ANY_HIT | UNKNOWN_HIT) or _error_level(contexts[i] or {})):
+                continue
+            key = a.template if a.template is not None and len(texts[i]) <= 2000 else texts[i]
+            wanted[i] = key
+            if key not in cache and key not in ask:
+                ask[key] = i
+        got = dict(zip(ask, self.explainer.explain_many([texts[i] for i in ask.values()], semantic=True))) if ask else {}
+        for key in wanted.values():
+            if key not in got:
+                got[key] = cache[key]
+        if len(cache) + len(ask) > 20_000:
+            cache.clear()
+        cache.update((k, got[k]) for k in ask)
+        return {i: got[key] for i, key in wanted.items()}
 
     def _record(self, a, text: str, fields: dict | None, context: dict) -> dict:
         """The line's answer as ``explain`` gives it, without making the shared ``Answer``
