@@ -34,13 +34,13 @@ def seed_style_lines() -> list[str]:
     return lines
 
 
-def annotate(explainer, paths: list[str], fmt: str, jobs: int = 1, **options) -> tuple[bytes, Summary]:
+def annotate(explainer, paths: list[str], fmt: str, jobs: int = 1, triage=None, **options) -> tuple[bytes, Summary]:
     sources, problems = discover(paths)
     out = io.BytesIO()
     opts = Options(format=fmt, **options)
     writer = make_writer(fmt, out, opts, multi=len(sources) > 1)
     summary = annotate_sources(sources, explainer, opts, writer, jobs=jobs, on_problem=lambda p: None,
-                               problems=problems)
+                               problems=problems, triage=triage)
     return out.getvalue(), summary
 
 

@@ -289,3 +289,73 @@ def test_comment_wrapping_equals_textwrap_line_for_line(explainer):
         assert wrap(text, width) == textwrap.wrap(text, width, break_on_hyphens=False), (text, width)
     kb_texts = [t for e in explainer.entries for b in (e.title, e.explanation, e.action) if b for t in (b.en, b.zh)]
     assert [wrap(t) for t in kb_texts] == [textwrap.wrap(t, 100, break_on_hyphens=False) for t in kb_texts]
+
+
+# ---- the root-cause section of summaries (triage) ------------------------------------------
+RC_TAIL = [
+    "host-a:4100:4300 [1] NCCL INFO comm 0x5566aa00 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0x1234 - Init COMPLETE",
+    "host-a:4100:4300 [1] include/shm.h:28 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-1YsMbG (size 7340384)",
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1",
+    "[rank1]:[W socket.cpp:464] [c10d] Sending process 4101 closing signal SIGTERM",
+]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_summary_names_the_root_cause_whether_read_in_ranges_or_chunks(explainer, tmp_path, jobs):
+    """Summaries of plain files are counted in byte ranges (never passing lines to the parent);
+    triage then reads the file once more. Small ranges force several per file."""
+    from service.triage import TriageStream, triage_paths
+
+    log = tmp_path / "job.log"
+    lines = seed_style_lines() * 40 + RC_TAIL
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sources, _ = discover([str(log)])
+    out = io.BytesIO()
+    opts = Options(format="summary", semantic=False)
+    summary = annotate_sources(sources, explainer, opts, make_writer("summary", out, opts, False), jobs=jobs,
+                               limits=Limits(range_bytes=4096), on_problem=lambda p: None,
+                               triage=TriageStream(explainer, semantic=False))
+    alone = triage_paths(explainer, [str(log)], semantic=False)
+    assert summary.triage == alone
+    root = summary.triage["root_cause"]
+    assert root["line_number"] == lines.index(RC_TAIL[1]) + 1
+    text = out.getvalue().decode()
+    assert text.index("root cause: ") < text.index("severity: ")
+    assert RC_TAIL[1] in text and "cascade (folded)" in text
+
+
+def test_summary_from_stdin_chunks_and_as_json(explainer, kb_dir, index_dir, tmp_path):
+    body = ("\n".join(seed_style_lines() * 3 + RC_TAIL) + "\n").encode()
+    out = run_cli(kb_dir, index_dir, ["annotate", "--regex-only", "--format", "summary", "-o", str(tmp_path / "s.json"), "-"],
+                  input=body)
+    assert out.returncode == 0, out.stderr
+    data = json.loads((tmp_path / "s.json").read_text())
+    assert data["triage"]["root_cause"]["line"] == RC_TAIL[1]
+    assert data["triage"]["root_cause"]["file"] == "<stdin>"
+    zh = run_cli(kb_dir, index_dir, ["annotate", "--regex-only", "--format", "summary", "--lang", "zh", "-"], input=body)
+    assert "根因：" in zh.stdout.decode() and "连带报错（已折叠）" in zh.stdout.decode()
+    off = run_cli(kb_dir, index_dir, ["annotate", "--regex-only", "--format", "summary", "--no-triage", "-"], input=body)
+    assert off.returncode == 0 and b"root cause" not in off.stdout
+
+
+def test_an_interrupted_summary_claims_no_root_cause(explainer, tmp_path):
+    from service.triage import TriageStream
+
+    class Stop(TriageStream):
+        def feed_chunk(self, chunk, name):
+            raise KeyboardInterrupt
+
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(seed_style_lines() + RC_TAIL) + "\n", encoding="utf-8")
+    sources, _ = discover(["-"])
+    import sys
+    real_stdin = sys.stdin
+    try:
+        sys.stdin = open(log, "r")
+        opts = Options(format="summary", semantic=False)
+        summary = annotate_sources(sources, explainer, opts, make_writer("summary", io.BytesIO(), opts, False),
+                                   on_problem=lambda p: None, triage=Stop(explainer, semantic=False))
+    finally:
+        sys.stdin.close()
+        sys.stdin = real_stdin
+    assert summary.interrupted and summary.triage is None

@@ -99,3 +99,68 @@ def test_filters_by_severity_and_paging(page, report):
     tab.select_option("#component", "nccl")
     components = tab.eval_on_selector_all("#log .row", "rows => rows.length")
     assert components > 0
+
+
+# ---- the root-cause section (triage) -------------------------------------------------------
+ROOT_CAUSE_TAIL = [
+    "[rank0]:[W socket.cpp:464] [c10d] Sending process 4101 closing signal SIGTERM",
+    "host-a:4100:4300 [1] NCCL INFO comm 0x5566aa00 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0x1234 - Init COMPLETE",
+    "host-a:4100:4300 [1] include/shm.h:28 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-1YsMbG (size 7340384)",
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1",
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+]
+
+
+@pytest.fixture(scope="module")
+def rc_page(explainer, tmp_path_factory, page):
+    from service.triage import TriageStream
+
+    root = tmp_path_factory.mktemp("html_rc")
+    log = root / "job.log"
+    lines = seed_style_lines() * 2 + ROOT_CAUSE_TAIL
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out, summary = annotate(explainer, [str(log)], "html", triage=TriageStream(explainer, semantic=False))
+    path = root / "report.html"
+    path.write_bytes(out)
+    tab = page[0].context.browser.new_page()  # the module's browser: one Playwright per thread
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    tab.goto(path.as_uri())
+    tab.wait_for_selector("body[data-ready='1']")
+    yield tab, errors, summary, lines
+    tab.close()
+
+
+def test_root_cause_section_comes_first_and_links_to_its_line(rc_page):
+    tab, errors, summary, lines = rc_page
+    assert not errors
+    assert summary.triage["root_cause"]["line"] == ROOT_CAUSE_TAIL[2]
+    number = lines.index(ROOT_CAUSE_TAIL[2]) + 1
+    # the section sits above the counts
+    order = tab.evaluate("() => [...document.querySelectorAll('#root-cause, #total-lines')].map(e => e.id)")
+    assert order == ["root-cause", "total-lines"]
+    section = tab.inner_text("#root-cause")
+    assert "shared" in section and "Error while creating shared memory segment" in section
+    tab.click("#root-cause .rc-where a")
+    row = tab.locator(".row.hit")
+    row.wait_for()
+    assert row.get_attribute("id") == f"L0-{number}"
+    # the cascade is folded, and lists the wrapper printed after the cause
+    assert tab.evaluate("() => document.querySelector('#cascade').tagName") == "DETAILS"
+    assert not tab.evaluate("() => document.querySelector('#cascade').open")
+    tab.click("#cascade summary")
+    assert "NCCL" in tab.inner_text("#cascade")
+    tab.click("#lang-zh")
+    assert "根因" in tab.inner_text("#root-cause")
+    tab.click("#lang-en")
+
+
+def test_a_report_of_a_clean_log_says_no_failure(explainer, tmp_path):
+    from service.triage import TriageStream
+
+    log = tmp_path / "ok.log"
+    log.write_text("\n".join(l for l in seed_style_lines() if "WARN" not in l and "rror" not in l)[:2000] + "\n")
+    out, summary = annotate(explainer, [str(log)], "html", triage=TriageStream(explainer, semantic=False))
+    if summary.triage["root_cause"] is not None:
+        pytest.fail(f"a failure was found in a clean log: {summary.triage['root_cause']['line']}")
+    assert b'"triage":' in out

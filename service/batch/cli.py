@@ -19,8 +19,9 @@ formats (default: summary on a terminal, else jsonl; with -o, by extension: .htm
 .json -> summary as JSON, .txt/.log -> commented):
   jsonl      one JSON object per input line: file, line_number, line + the explain contract
   commented  the original log unchanged, '# ...' explanations above explained lines
-  html       one offline page: summary, first error/warning, filters, zh/en, paged log
-  summary    entries by count (errors first) with first/last lines; unknown lines by template
+  html       one offline page: root cause, summary, first error/warning, filters, zh/en, paged log
+  summary    root cause (see 'explainlog triage'), entries by count (errors first) with first/last
+             lines; unknown lines by template; --no-triage leaves the root cause out
   parquet    (--dask only) partitioned Parquet instead of JSONL
 
 exit codes: 0 ok; 1 --fail-on threshold reached; 2 usage error or no readable input;
@@ -53,6 +54,8 @@ def register(subparsers) -> None:
                           help="keep at most N bytes of a line (longer lines are cut and reported)")
     annotate.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster (scheduler address, e.g. tcp://host:8786)")
     annotate.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    annotate.add_argument("--no-triage", action="store_true",
+                          help="summary/html: no root-cause section (it reads the log once more, at triage's speed)")
     annotate.set_defaults(func=run_annotate)
 
 
@@ -146,9 +149,14 @@ def _run_local(args, fmt, options, sources, problems) -> int:
     try:
         as_json = bool(args.output and args.output.lower().endswith(".json"))
         writer = make_writer(fmt, out, options, multi=len(sources) > 1, as_json=as_json)
+        triage = None
+        if fmt in ("summary", "html") and not args.no_triage:
+            from service.triage import TriageStream
+
+            triage = TriageStream(explainer, semantic=options.semantic)
         summary = annotate_sources(
             sources, explainer, options, writer, jobs=args.jobs, progress=progress,
-            limits=Limits(max_line=args.max_line_bytes), problems=problems,
+            limits=Limits(max_line=args.max_line_bytes), problems=problems, triage=triage,
         )
         out.flush()
     except BrokenPipeError:

@@ -253,9 +253,14 @@ def annotate_sources(
     limits: Limits = Limits(),
     on_problem: Callable[[Problem], None] | None = None,
     problems: list[Problem] | None = None,
+    triage: Any = None,
 ) -> Summary:
     """Annotate every source into ``writer``; returns the run's summary (interrupted or not).
-    ``problems`` found before reading (by discovery) are part of the summary from the start."""
+    ``problems`` found before reading (by discovery) are part of the summary from the start.
+
+    ``triage`` (a ``service.triage.TriageStream``): fed every chunk in order in this process,
+    and sources read in byte ranges (summaries) once more after their last range; its verdict
+    becomes ``summary.triage`` before the writer closes (not when interrupted)."""
     progress = progress or Progress(None, enabled=False)
     on_problem = on_problem or (lambda p: print(f"explainlog: {p}", file=sys.stderr))
     summary = Summary(problems=list(problems or []))
@@ -273,6 +278,7 @@ def annotate_sources(
     warm: threading.Thread | None = None
 
     lines_before: dict[int, int] = {}  # per source, lines of the ranges merged so far
+    ranged: set[int] = set()  # sources read in byte ranges (triage reads them after the last)
 
     def report(problem: Problem) -> None:
         summary.problems.append(problem)
@@ -287,7 +293,10 @@ def annotate_sources(
         elif kind == "end":
             for problem in item[2]:
                 report(problem)
+            if triage is not None and item[1] in ranged:
+                triage.feed_source(sources[item[1]], item[1])
         elif kind == "range":
+            ranged.add(item[1].source)
             part, offset = item[1], lines_before.get(item[1].source, 0)
             lines_before[part.source] = offset + result.n_lines
             with guard.critical_section():
@@ -304,6 +313,8 @@ def annotate_sources(
                 writer.write(chunk.data, result)  # type: ignore[arg-type]
                 summary.merge(result.summary)  # type: ignore[union-attr]
             progress.add_lines(chunk.n_lines)
+            if triage is not None:
+                triage.feed_chunk(chunk, item[2])
             if summary.deferred and warm is None:
                 warm = _warm_up(explainer)
 
@@ -362,6 +373,8 @@ def annotate_sources(
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # the closing write must not be cut short
         try:
             settle_deferred(summary, explainer)
+            if triage is not None and not summary.interrupted:
+                summary.triage = triage.result()
             writer.close(summary)
         finally:
             if park is not None:

@@ -10,13 +10,15 @@
           problems: "Problems with the input", count: "Count", first: "First", last: "Last", entry: "Entry", template: "Template",
           only: "explained lines only", component: "component", all: "all", page: "page", of: "of", prev: "‹ prev", next: "next ›",
           interrupted: "Interrupted: this report covers only the lines read before the run was stopped.",
-          action: "What to do", none: "none", shown: "lines shown" },
+          action: "What to do", none: "none", shown: "lines shown", root_cause: "Root cause",
+          cascade: "Cascade (folded)", no_failure: "No failure found in this log", lines_word: "lines", ranks: "ranks" },
     zh: { lines: "行", explained: "已解释", unknown: "未知", first_error: "第一个错误", first_warning: "第一个警告",
           entries: "条目（按出现次数）", templates: "无人解释的行（按模板频率）", components: "按组件",
           problems: "输入问题", count: "次数", first: "首次", last: "末次", entry: "条目", template: "模板",
           only: "只看已解释的行", component: "组件", all: "全部", page: "页", of: "/", prev: "‹ 上一页", next: "下一页 ›",
           interrupted: "运行被中断：本报告只包含中断前读到的行。",
-          action: "建议", none: "无", shown: "行显示" },
+          action: "建议", none: "无", shown: "行显示", root_cause: "根因",
+          cascade: "连带报错（已折叠）", no_failure: "日志中没有发现故障", lines_word: "行", ranks: "rank" },
   };
   const SEVERITIES = ["fatal", "error", "warning", "info", "unknown"];
   let lang = "en";
@@ -51,6 +53,7 @@
     const pct = s.total_lines ? ((100 * s.known_lines) / s.total_lines).toFixed(1) : "0";
     let h = "";
     if (s.interrupted) h += `<div class="banner" id="interrupted">${t("interrupted")}</div>`;
+    if (s.triage) h += rootCause(s.triage);
     h += `<div class="stats"><span id="total-lines"><b>${s.total_lines.toLocaleString()}</b> ${t("lines")}</span>` +
       `<span><b>${s.known_lines.toLocaleString()}</b> ${t("explained")} (${pct}%)</span>` +
       `<span><b>${s.unknown_lines.toLocaleString()}</b> ${t("unknown")}</span></div>`;
@@ -77,6 +80,33 @@
       s.templates.slice(0, 200).map((x) => `<tr><td class="num">${x.count.toLocaleString()}</td><td>${anchor(x.first)}</td>` +
         `<td><code>${esc(x.template)}</code></td></tr>`).join("") + `</table></details>`;
     document.getElementById("summary").innerHTML = h;
+  }
+  // What killed the job (service/triage.py's verdict), first; the line links into the log.
+  function rootCause(tr) {
+    const r = tr.root_cause;
+    let h = `<section id="root-cause" class="root-cause"><h2>${t("root_cause")}</h2>`;
+    if (!r) return h + `<p id="no-failure">${t("no_failure")}</p></section>`;
+    const fi = files.indexOf(r.file);
+    const loc = fi >= 0 ? [fi, r.line_number] : null;
+    h += `<p class="rc-title"><b>${esc((r.title && r.title[lang]) || "")}</b></p>` +
+      `<p class="rc-where">${loc ? anchor(loc) : esc(`${r.file}:${r.line_number}`)}</p>` +
+      `<pre class="rc-line">${esc(r.line)}</pre>` +
+      `<p class="rc-why">${esc(r.why[lang])}</p>` +
+      (r.action ? `<p class="rc-action"><b>${t("action")}${lang === "zh" ? "：" : ":"}</b> ${esc(r.action[lang])}</p>` : "");
+    const n = tr.cascade.reduce((a, g) => a + g.count, 0);
+    if (tr.cascade.length) {
+      const counted = lang === "zh" ? `：${n.toLocaleString()} 行，${tr.cascade.length} 组`
+        : `: ${n.toLocaleString()} line${n === 1 ? "" : "s"} in ${tr.cascade.length} group${tr.cascade.length === 1 ? "" : "s"}`;
+      h += `<details id="cascade"><summary>${t("cascade")}${counted}</summary><table>` +
+        tr.cascade.slice(0, 50).map((g) => {
+          const gi = files.indexOf(g.file);
+          const first = gi >= 0 ? anchor([gi, g.first_line]) : esc(String(g.first_line));
+          const title = (g.title && g.title[lang]) || g.sample_lines[0];
+          const ranks = g.ranks.length ? ` · ${t("ranks")} ${esc(g.ranks.slice(0, 12).join(","))}${g.ranks.length > 12 ? "…" : ""}` : "";
+          return `<tr><td class="num">${g.count.toLocaleString()}</td><td>${first}</td><td>${esc(title)}${ranks}</td></tr>`;
+        }).join("") + `</table></details>`;
+    }
+    return h + `<pre class="rc-summary">${esc(tr.summary[lang])}</pre></section>`;
   }
   function firstOf(sev) {
     const floor = { warning: 1, error: 2 }[sev];

@@ -54,6 +54,8 @@ class Summary:
     # first line as example): ``-j`` summary workers leave these to the parent, which asks once
     # for all of them (``pipeline.settle_deferred``) before anything is written.
     deferred: dict[str, TemplateStat] = field(default_factory=dict)
+    # what killed the job (``service.triage``'s verdict), when the run asked for it
+    triage: dict | None = None
 
     # ---- building ---------------------------------------------------------------------------
     def ensure_file(self, index: int, name: str) -> None:
@@ -229,6 +231,7 @@ class Summary:
             "problems": [p.to_json() for p in self.problems],
             "notes": [[src, kind, count, line] for (src, kind), (count, line) in sorted(self.notes.items())],
             "interrupted": self.interrupted,
+            "triage": self.triage,
         }
 
     @classmethod
@@ -244,6 +247,7 @@ class Summary:
         summary.problems = [Problem.from_json(p) for p in data["problems"]]
         summary.notes = {(src, kind): [count, line] for src, kind, count, line in data["notes"]}
         summary.interrupted = data["interrupted"]
+        summary.triage = data.get("triage")
         return summary
 
 

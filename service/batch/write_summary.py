@@ -17,6 +17,33 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def render_root_cause(triage: dict, lang: str) -> list[str]:
+    """The triage verdict in a few lines, above the counts: what a person wants first."""
+    zh = lang == "zh"
+    root = triage["root_cause"]
+    out = [""]
+    if root is None:
+        out.append("根因：日志中没有发现故障" if zh else "root cause: no failure found in this log")
+        return out + [""]
+    title = (root.get("title") or {}).get(lang) or ""
+    out.append(f"{'根因：' if zh else 'root cause: '}{root['file']}:{root['line_number']}  {title}")
+    out.append(f"  {_cut(root['line'], 300)}")
+    out.append(f"  {root['why'][lang]}")
+    if root.get("action"):
+        out.append(f"  → {_cut(root['action'][lang], 600)}")
+    groups = triage["cascade"]
+    if groups:
+        n = sum(g["count"] for g in groups)
+        out.append(f"  连带报错（已折叠）：{n:,} 行，{len(groups)} 组" if zh else
+                   f"  cascade (folded): {n:,} line(s), {len(groups)} group(s)")
+        for g in groups[:8]:
+            label = ((g.get("title") or {}).get(lang)) or g["sample_lines"][0]
+            out.append(f"    ×{g['count']:<7,} {g['file']}:{g['first_line']}  {_cut(label, 120)}")
+        if len(groups) > 8:
+            out.append(f"    ... {len(groups) - 8} {'组未列出' if zh else 'more group(s)'}")
+    return out + [""]
+
+
 def render_summary(summary: Summary, lang: str = "en") -> str:
     lang = "zh" if lang == "zh" else "en"
     total = summary.total_lines
@@ -28,6 +55,8 @@ def render_summary(summary: Summary, lang: str = "en") -> str:
         f"{summary.unknown_lines:,} unknown in {len(summary.templates):,} template(s)"
         + (" — INTERRUPTED, partial" if summary.interrupted else ""),
     ]
+    if summary.triage is not None:
+        out += render_root_cause(summary.triage, lang)
     counts = summary.severity_counts()
     out.append("severity: " + " · ".join(f"{name} {counts[name]:,}" for name in counts) + f" · unknown {summary.unknown_lines:,}")
     out.append(f"first error: {summary.where(summary.first_at_least('error'))}    "
