@@ -9,7 +9,7 @@ import pytest
 
 from chat_fakes import SEED_AFFINITY, SEED_CDB, SEED_FLUSHES, SEED_IB, UNRELATED
 from service.chat.answers import Answerer
-from service.chat.blocks import reply_blocks
+from service.chat.blocks import fallback_text, reply_blocks
 from service.chat.cards import reply_card
 from service.chat.config import ChatConfigError, FeishuSettings, SlackSettings
 from service.chat.logs import REDACTED, SecretFilter
@@ -207,3 +207,111 @@ def test_colour_codes_and_control_characters_are_not_shown_but_the_line_is_still
     shown = reply_blocks(answerer, reply, "en")[1]["elements"][0]["text"]
     assert shown == f"`{SEED_CDB}`"
     assert reply_card(answerer, reply, "en")["elements"][0]["elements"][0]["content"] == SEED_CDB
+
+
+# ---- a pasted log: root cause first, the cascade folded ---------------------------------------
+TRIAGE_DATA = __import__("pathlib").Path(__file__).resolve().parent / "data" / "triage"
+
+
+def triage_case(name: str) -> tuple[str, dict]:
+    """A log of the triage set and its hand label."""
+    labels = {row["case"]: row for row in map(json.loads, (TRIAGE_DATA / "labels.jsonl").read_text(encoding="utf-8").splitlines())}
+    return (TRIAGE_DATA / f"{name}.log").read_text(encoding="utf-8"), labels[name]
+
+
+def _explain_paste(answerer, text: str):
+    request = parse_request(text)
+    return answerer.explain(request.lines, "slack", request.skipped, indented=request.pasted)
+
+
+def _slack_texts(blocks: list[dict]) -> list[str]:
+    out = []
+    for block in blocks:
+        if "text" in block:
+            out.append(block["text"]["text"])
+        out += [e["text"] for e in block.get("elements", []) if isinstance(e.get("text"), str)]
+    return out
+
+
+def test_a_pasted_log_opens_with_its_root_cause_and_the_cascade_folded(answerer):
+    text, label = triage_case("case_01")  # local_rank 4 SIGKILLed; 8 SIGTERM lines printed before it
+    root_line = next(line for line in text.splitlines() if label["root_cause"] in line)
+    reply = _explain_paste(answerer, text)
+    root, cascade = reply.triage["root_cause"], reply.triage["cascade"]
+    assert root["line"] == root_line and "SIGKILL" in root["title"]["en"]
+    sigterms = next(g for g in cascade if g["count"] > 1)
+    assert sigterms["count"] == 8 and "SIGTERM" in sigterms["sample"]
+    n = sum(g["count"] for g in cascade)
+    for lang, heading, why, cascade_head in (
+            ("en", f"Root cause: {root['title']['en']}", "*Why this line*", f"*Cascade: {n} knock-on line(s) in {len(cascade)} group(s)*"),
+            ("zh", f"根因：{root['title']['zh']}", "*判断依据*", f"*连带报错：{len(cascade)} 组，共 {n} 行*")):
+        texts = _slack_texts(reply_blocks(answerer, reply, lang))
+        assert texts[0] == f":dart: *{heading}*"
+        assert texts[1] == f"`{root_line}`"
+        assert texts[2] == f"{why}\n{root['why'][lang]}"
+        assert texts[3].endswith(root["action"][lang])
+        folded = [t for t in texts if t.startswith(cascade_head)]
+        assert len(folded) == 1 and folded[0].count("\n") == len(cascade)
+        row = f"• {sigterms['title'][lang]} ×8 — `{sigterms['sample'][:79]}…`"
+        assert row in folded[0] and sum(t.count(f"{sigterms['title'][lang]} ×8") for t in texts) == 1
+        # the root cause's line comes before any cascade line; the per-line answers follow
+        assert texts.index(f"`{root_line}`") < texts.index(folded[0])
+        assert texts.index(folded[0]) < next(i for i, t in enumerate(texts) if t.startswith("*Explained" if lang == "en" else "*共解释"))
+
+        card = reply_card(answerer, reply, lang)
+        assert card["header"] == {"template": "red", "title": {"tag": "plain_text", "content": "🎯 " + heading}}
+        assert card["elements"][0] == {"tag": "note", "elements": [{"tag": "plain_text", "content": root_line}]}
+        shown = json.dumps(card, ensure_ascii=False)
+        row = f"• {sigterms['title'][lang]} ×8 — "
+        assert shown.count(row) == 1 and shown.index(root_line) < shown.index(row)
+    assert fallback_text(reply, "en").startswith(f"Root cause: {root['title']['en']} — Explained 14 lines")
+    # the language switch re-renders from the store: the verdict is kept with the reply
+    again = answerer.reload(reply.id)
+    assert again.triage == reply.triage and again.groups == reply.groups
+    assert reply_card(answerer, again, "en") == reply_card(answerer, reply, "en")
+
+
+def test_a_pasted_traceback_keeps_its_indentation_for_the_root_cause(answerer):
+    # stripped of its indentation, a traceback's code lines look like its final exception line
+    text, label = triage_case("case_31")
+    reply = _explain_paste(answerer, "```\n" + text + "```")
+    assert label["root_cause"] in reply.triage["root_cause"]["line"]
+    assert reply.triage["root_cause"]["line"].startswith("FileNotFoundError: ")
+    assert [g["sample"] for g in reply.triage["cascade"]] == [text.splitlines()[-1]]
+
+
+def test_three_lines_or_fewer_get_no_root_cause_section(answerer):
+    lines = [SEED_AFFINITY, SEED_CDB, SEED_FLUSHES]
+    reply = answerer.explain(lines, "slack")
+    assert reply.triage is None and answerer.reload(reply.id).triage is None
+    for lang in ("en", "zh"):
+        texts = _slack_texts(reply_blocks(answerer, reply, lang))
+        assert texts[0].startswith("*Explained 3 lines" if lang == "en" else "*共解释 3 行")
+        shown = json.dumps(reply_blocks(answerer, reply, lang), ensure_ascii=False) + json.dumps(reply_card(answerer, reply, lang), ensure_ascii=False)
+        for word in (":dart:", "🎯", "Root cause", "根因", "Cascade", "连带报错", "No failure found", "未发现故障"):
+            assert word not in shown
+
+
+def test_a_log_with_no_failure_says_so_first(answerer):
+    text, label = triage_case("case_22")
+    assert label["root_cause"] is None
+    reply = _explain_paste(answerer, text)
+    assert reply.triage["root_cause"] is None
+    assert reply_blocks(answerer, reply, "en")[0]["text"]["text"] == "*No failure found: no line is an error, a failed worker or a crash.*"
+    card = reply_card(answerer, reply, "zh")
+    assert card["elements"][0]["text"]["content"] == "**未发现故障：没有哪一行是错误、失败的 worker 或崩溃。**"
+    assert card["header"]["title"]["content"].startswith("共解释 9 行")
+
+
+def test_a_failing_triage_costs_only_the_root_cause_section(answerer, monkeypatch, caplog):
+    import service.triage
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("triage broke")
+
+    monkeypatch.setattr(service.triage, "triage_lines", broken)
+    text, _ = triage_case("case_01")
+    reply = _explain_paste(answerer, text)
+    assert reply.triage is None and reply.total == 14
+    assert reply_blocks(answerer, reply, "en")[0]["text"]["text"].startswith("*Explained 14 lines")
+    assert "triage of 14 pasted line(s) failed" in caplog.text

@@ -391,3 +391,78 @@ def test_a_failing_explainer_gets_an_apology_not_silence(feishu):
     call = feishu.reply()
     assert call.json["msg_type"] == "text"
     assert json.loads(call.json["content"]) == {"text": "抱歉，服务端解释失败（IndexUnavailable），详情见服务日志。"}
+
+
+# ---- a pasted log: root cause first, the cascade folded --------------------------------------
+TRIAGE_DATA = __import__("pathlib").Path(__file__).resolve().parent / "data" / "triage"
+
+
+def _contents(card: dict) -> list[str]:
+    """Every text of a card, in the order it shows them."""
+    out = [card["header"]["title"]["content"]]
+    for element in card["elements"]:
+        if "text" in element:
+            out.append(element["text"]["content"])
+        out += [e["content"] for e in element.get("elements", []) if "content" in e]
+    return out
+
+
+def test_a_pasted_log_gets_a_root_cause_card_with_the_cascade_folded(feishu, explainer):
+    from service.triage import triage_lines
+
+    text = (TRIAGE_DATA / "case_01.log").read_text(encoding="utf-8")  # 8 SIGTERM warnings, then the SIGKILL
+    lines = text.splitlines()
+    verdict = triage_lines(explainer, [("log", line) for line in lines])
+    root, cascade = verdict["root_cause"], verdict["cascade"]
+    assert root["line"] == lines[8] and "SIGKILL" in root["title"]["en"]
+    sigterms = next(g for g in cascade if g["count"] > 1)
+    assert sigterms["count"] == 8
+    n = sum(g["count"] for g in cascade)
+    post_content = {"title": "", "content": [
+        [{"tag": "text", "text": "训练挂了，帮忙看看"}],
+        [{"tag": "code_block", "language": "PLAIN_TEXT", "text": text}],
+    ]}
+    feishu.send(message_event(content=post_content, message_type="post", chat_type="p2p", mentioned=False))
+    card = json.loads(feishu.reply().json["content"])
+    assert card["header"] == {"template": "red", "title": {"tag": "plain_text", "content": f"🎯 根因：{root['title']['zh']}"}}
+    texts = _contents(card)
+    assert texts[1:6] == [lines[8], "**判断依据**", root["why"]["zh"], "**建议操作**", root["action"]["zh"]]
+    folded = texts.index(f"**连带报错：{len(cascade)} 组，共 {n} 行**")
+    # one row per group: the eight SIGTERM lines are one row with their count, after the root cause's line
+    assert texts[folded + 1].count("\n") == len(cascade) - 1
+    assert f"• {sigterms['title']['zh']} ×8 — {lines[0][:79]}…" in texts[folded + 1]
+    assert json.dumps(card, ensure_ascii=False).count(f"{sigterms['title']['zh']} ×8") == 1
+    assert texts.index(lines[8]) < folded
+    assert texts[folded + 2].startswith("**共解释 14 行（6 种）")
+
+    reply_id = card["elements"][-1]["actions"][0]["value"]["reply"]
+    calls = feishu.explainer.calls
+    status, body, _ = feishu.send(card_action({"action": "lang", "lang": "en", "reply": reply_id}))
+    assert status == 200
+    english = json.loads(body)["card"]["data"]
+    assert english["header"]["title"]["content"] == f"🎯 Root cause: {root['title']['en']}"
+    texts = _contents(english)
+    assert texts[1:4] == [lines[8], "**Why this line**", root["why"]["en"]]
+    folded = texts.index(f"**Cascade: {n} knock-on line(s) in {len(cascade)} group(s)**")
+    assert f"• {sigterms['title']['en']} ×8 — {lines[0][:79]}…" in texts[folded + 1]
+    assert feishu.explainer.calls == calls  # the switch re-reads nothing
+
+
+def test_a_short_paste_gets_no_root_cause_section(feishu, explainer):
+    lines = [SEED_AFFINITY, SEED_FLUSHES, SEED_CDB]
+    feishu.send(message_event("\n".join(lines)))
+    card = json.loads(feishu.reply().json["content"])
+    assert card["header"]["title"]["content"].startswith("共解释 3 行（3 种）")
+    shown = json.dumps(card, ensure_ascii=False)
+    for word in ("🎯", "根因", "判断依据", "连带报错", "未发现故障"):
+        assert word not in shown
+    # the control: a fourth line makes it a log, and the card opens with the triage's verdict
+    from service.triage import triage_lines
+
+    root = triage_lines(explainer, [("log", line) for line in lines + [SEED_IB]])["root_cause"]
+    feishu.send(message_event("\n".join(lines + [SEED_IB]), message_id="om_4"))
+    card = json.loads(feishu.reply("om_4").json["content"])
+    if root:
+        assert card["header"]["title"]["content"] == f"🎯 根因：{root['title']['zh']}"
+    else:
+        assert card["elements"][0]["text"]["content"] == "**未发现故障：没有哪一行是错误、失败的 worker 或崩溃。**"

@@ -241,9 +241,13 @@ def test_several_lines_collapse_into_a_summary_with_the_most_severe_first(slack,
     lines = [SEED_AFFINITY, SEED_CDB, UNRELATED, SEED_FLUSHES, SEED_AFFINITY]
     slack.send(mention("<@UBOT>\n" + "\n".join(slack_escape(l) for l in lines)), content_type="application/json")
     blocks = slack.fake.recorder.wait_for(lambda c: c.path == "/api/chat.postMessage").json["blocks"]
-    assert blocks[0]["text"]["text"] == "*Explained 5 lines (4 distinct), most severe first: 1 warning · 1 unknown · 3 info*"
-    headings = [b["text"]["text"] for b in blocks if b["type"] == "section" and b["text"]["text"].startswith(":")]
     flushes = explainer.by_id["deepspeed.zero3.allocator_cache_flushes"].title.en
+    # more than three lines: the reply opens with the triage's verdict, then the per-line summary
+    assert blocks[0]["text"]["text"] == _opening(explainer, lines)
+    start = next(i for i, b in enumerate(blocks) if b["type"] == "section" and b["text"]["text"].startswith("*Explained"))
+    assert blocks[start - 1] == {"type": "divider"}
+    assert blocks[start]["text"]["text"] == "*Explained 5 lines (4 distinct), most severe first: 1 warning · 1 unknown · 3 info*"
+    headings = [b["text"]["text"] for b in blocks[start:] if b["type"] == "section" and b["text"]["text"].startswith(":")]
     assert headings[0] == f":warning: *{flushes}*  `warning`"
     assert headings[1] == ":grey_question: *Not in the knowledge base*"
     unknown_body = blocks[blocks.index(next(b for b in blocks if b.get("text", {}).get("text") == headings[1])) + 2]["text"]["text"]
@@ -483,3 +487,91 @@ def test_a_failing_explainer_gets_an_apology_not_silence(slack):
     slack.send(mention("<@UBOT> " + SEED_CDB), content_type="application/json")
     call = slack.fake.recorder.wait_for(lambda c: c.path == "/api/chat.postEphemeral")
     assert call.json["user"] == "U1" and "IndexUnavailable" in call.json["text"]
+
+
+# ---- a pasted log: root cause first, the cascade folded --------------------------------------
+TRIAGE_DATA = __import__("pathlib").Path(__file__).resolve().parent / "data" / "triage"
+
+
+def _triage_log(name: str) -> str:
+    return (TRIAGE_DATA / f"{name}.log").read_text(encoding="utf-8")
+
+
+def _texts(blocks: list[dict]) -> list[str]:
+    out = []
+    for block in blocks:
+        if "text" in block:
+            out.append(block["text"]["text"])
+        out += [e["text"] for e in block.get("elements", []) if isinstance(e.get("text"), str)]
+    return out
+
+
+def _verdict(explainer, text: str) -> dict:
+    from service.triage import triage_lines
+
+    return triage_lines(explainer, [("log", line) for line in text.splitlines()])
+
+
+def _opening(explainer, lines: list[str]) -> str:
+    """The first block's text of the reply to a paste of more than three lines (English)."""
+    root = _verdict(explainer, "\n".join(lines))["root_cause"]
+    return f":dart: *Root cause: {root['title']['en']}*" if root else "*No failure found: no line is an error, a failed worker or a crash.*"
+
+
+def test_a_pasted_log_is_answered_root_cause_first_with_the_cascade_folded(slack, explainer):
+    text = _triage_log("case_01")  # 8 SIGTERM warnings, then local_rank 4's SIGKILL
+    lines = text.splitlines()
+    verdict = _verdict(explainer, text)
+    root, cascade = verdict["root_cause"], verdict["cascade"]
+    assert root["line"] == lines[8] and "SIGKILL" in root["title"]["en"]
+    sigterms = next(g for g in cascade if g["count"] > 1)
+    assert sigterms["count"] == 8
+    slack.send(mention("<@UBOT> why did this die?\n```" + slack_escape(text) + "```"), content_type="application/json")
+    call = slack.fake.recorder.wait_for(lambda c: c.path == "/api/chat.postMessage")
+    assert call.json["text"].startswith(f"Root cause: {root['title']['en']} — Explained 14 lines")
+    blocks = call.json["blocks"]
+    texts = _texts(blocks)
+    assert texts[0] == f":dart: *Root cause: {root['title']['en']}*"
+    assert texts[1] == f"`{lines[8]}`"
+    assert texts[2] == f"*Why this line*\n{root['why']['en']}"
+    assert texts[3] == f"*What to do*\n{slack_escape(root['action']['en'])}"
+    n = sum(g["count"] for g in cascade)
+    folded = texts[4]
+    assert folded.startswith(f"*Cascade: {n} knock-on line(s) in {len(cascade)} group(s)*\n")
+    # one row per group: the eight SIGTERM lines are one row with their count, after the root cause
+    assert folded.count("\n") == len(cascade)
+    assert f"• {sigterms['title']['en']} ×8 — `{lines[0][:79]}…`" in folded
+    assert texts.index(f"`{lines[8]}`") < texts.index(folded)
+    assert json.dumps(blocks, ensure_ascii=False).count(f"{sigterms['title']['en']} ×8") == 1
+    assert blocks[5] == {"type": "divider"} and texts[5].startswith("*Explained 14 lines (6 distinct)")
+
+
+def test_a_pasted_traceback_in_chinese_names_its_exception(slack, explainer):
+    # the slash command's text keeps the traceback's indentation, which tells code from exception
+    text = _triage_log("case_31")
+    verdict = _verdict(explainer, text)
+    assert verdict["root_cause"]["line"].startswith("FileNotFoundError: [Errno 2] No such file or directory")
+    slack.send(slash(slack, "--zh\n```\n" + text + "```", rid="tb"))
+    blocks = slack.fake.recorder.wait_for(lambda c: c.path == "/response/tb").json["blocks"]
+    texts = _texts(blocks)
+    assert texts[0] == f":dart: *根因：{slack_escape(verdict['root_cause']['title']['zh'])}*"
+    assert texts[1] == "`" + slack_escape(verdict["root_cause"]["line"]) + "`"
+    assert texts[2] == f"*判断依据*\n{verdict['root_cause']['why']['zh']}"
+    n = sum(g["count"] for g in verdict["cascade"])
+    assert any(t.startswith(f"*连带报错：{len(verdict['cascade'])} 组，共 {n} 行*\n") for t in texts)
+
+
+def test_a_short_paste_has_no_root_cause_section(slack, explainer):
+    lines = [SEED_AFFINITY, SEED_FLUSHES, SEED_CDB]
+    slack.send(mention("<@UBOT>\n" + "\n".join(slack_escape(l) for l in lines)), content_type="application/json")
+    call = slack.fake.recorder.wait_for(lambda c: c.path == "/api/chat.postMessage")
+    blocks = call.json["blocks"]
+    assert blocks[0]["text"]["text"].startswith("*Explained 3 lines (3 distinct)")
+    shown = json.dumps(call.json, ensure_ascii=False)
+    for word in (":dart:", "Root cause", "Why this line", "Cascade", "No failure found"):
+        assert word not in shown
+    # the control: a fourth line makes it a log, and the reply opens with the triage's verdict
+    slack.send(mention("<@UBOT>\n" + "\n".join(slack_escape(l) for l in lines + [SEED_IB]), ts="1726000000.000500"),
+               content_type="application/json")
+    call = slack.fake.recorder.wait_for(lambda c: c.path == "/api/chat.postMessage" and c.json["thread_ts"] == "1726000000.000500")
+    assert call.json["blocks"][0]["text"]["text"] == _opening(explainer, lines + [SEED_IB])

@@ -175,3 +175,125 @@ def test_docs_render_with_the_outside_network_cut_off(page, server):
     expect(page.locator(".opblock-summary-path", has_text="/v1/explain").first).to_be_visible(timeout=20_000)
     expect(page.locator(".opblock-summary-path", has_text="/v1/annotate").first).to_be_visible()
     assert outside == []
+
+
+# ---- a pasted log: the root-cause card (/v1/triage) above the per-line cards ------------------
+TRIAGE_DATA = Path(__file__).resolve().parent / "data" / "triage"
+
+
+def _triage_case(name: str) -> tuple[str, dict]:
+    import json
+
+    labels = {row["case"]: row for row in map(json.loads, (TRIAGE_DATA / "labels.jsonl").read_text(encoding="utf-8").splitlines())}
+    return (TRIAGE_DATA / f"{name}.log").read_text(encoding="utf-8"), labels[name]
+
+
+def test_a_pasted_log_shows_the_root_cause_card_first_linked_to_its_line(page, server):
+    import httpx
+
+    # case_43: a blank line (8) comes before the root cause (line 12), so the link only lands on
+    # the right card if the page and the triage number lines alike
+    text, label = _triage_case("case_43")
+    lines = text.splitlines()
+    number = next(i for i, line in enumerate(lines, 1) if label["root_cause"] in line)
+    assert number == 12 and lines[7] == ""
+    verdict = httpx.post(server.url + "/v1/triage", json={"log": text}, timeout=60).json()  # what the card shows
+    root, cascade = verdict["root_cause"], verdict["cascade"]
+    assert root["line_number"] == number and root["kind"] == "signal"
+    folded = [g for g in cascade if g["count"] > 1]
+    assert folded, cascade  # the three SIGTERM lines
+    page.goto(server.url + "/")
+    _explain(page, text)
+    triage = page.locator("#triage")
+    expect(triage.locator("h2")).to_have_text("Root cause")
+    expect(page.locator(".card").first).to_be_visible()
+    # first: before the per-line cards in the page, and above them on screen
+    assert page.evaluate("""() => {
+        const triage = document.getElementById('triage'), card = document.querySelector('.card');
+        return Boolean(triage.compareDocumentPosition(card) & Node.DOCUMENT_POSITION_FOLLOWING)
+            && triage.getBoundingClientRect().bottom <= card.getBoundingClientRect().top;
+    }""")
+    expect(triage.locator(".triage-title")).to_have_text(root["title"]["en"])
+    expect(triage.locator(".triage-title")).to_contain_text("SIGABRT")
+    expect(triage.locator(".badge")).to_have_text("killed by a signal")
+    expect(triage.locator("pre.line")).to_have_text(lines[number - 1])
+    expect(triage.locator(".why")).to_have_text(root["why"]["en"])
+    expect(triage.locator(".action p")).to_have_text(root["action"]["en"])
+    link = triage.locator(".meta a")
+    expect(link).to_have_text(f"Line {number}")
+    expect(link).to_have_attribute("href", f"#line-{number}")
+    target = page.locator(f"#line-{number}")
+    expect(target.locator("pre.line")).to_have_text(lines[number - 1])
+    expect(target.locator(".meta")).to_contain_text(f"Line {number}")
+    url = page.url
+    link.click()
+    expect(target).to_be_in_viewport()
+    expect(target).to_be_focused()
+    assert page.url == url  # the permalink stays in the address bar
+    # the cascade is folded: a closed <details>, one row per group with its count
+    details = triage.locator("details.cascade")
+    expect(details).to_have_count(1)
+    expect(details).not_to_have_attribute("open", re.compile(".*"))
+    n = sum(g["count"] for g in cascade)
+    expect(details.locator("summary")).to_have_text(
+        f"Cascade: {n} knock-on line{'s' if n > 1 else ''} in {len(cascade)} group{'s' if len(cascade) > 1 else ''}")
+    rows = details.locator("li")
+    expect(rows).to_have_count(len(cascade))
+    expect(rows.first).to_be_hidden()
+    details.locator("summary").click()
+    row = rows.nth(cascade.index(folded[0]))
+    expect(row.locator(".count")).to_have_text(f"×{folded[0]['count']}")
+    expect(row.locator(".sample")).to_have_text(folded[0]["sample_lines"][0])
+    expect(row.locator("a")).to_have_attribute("href", f"#line-{folded[0]['first_line']}")
+    assert "SIGTERM" in folded[0]["sample_lines"][0] and lines[folded[0]["first_line"] - 1] == folded[0]["sample_lines"][0]
+    expect(triage.locator(".triage-summary")).to_contain_text(verdict["summary"]["en"].splitlines()[0])
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "http-page-root-cause.png"), full_page=True)
+
+    page.get_by_role("button", name="中文").click()
+    expect(triage.locator("h2")).to_have_text("根因")
+    expect(triage.locator(".triage-title")).to_have_text(root["title"]["zh"])
+    expect(triage.locator(".badge")).to_have_text("被信号终止")
+    expect(triage.locator(".meta a")).to_have_text(f"第 {number} 行")
+    expect(triage.locator(".why")).to_have_text(root["why"]["zh"])
+    expect(details.locator("summary")).to_have_text(f"连带报错：{len(cascade)} 组，共 {n} 行")
+    expect(details).to_have_attribute("open", "")  # the switch keeps the cascade as the reader left it
+    expect(triage.locator(".triage-summary")).to_contain_text(verdict["summary"]["zh"].splitlines()[0])
+    page.screenshot(path=str(ARTIFACTS / "http-page-root-cause-zh.png"), full_page=True)
+
+
+def test_a_short_paste_asks_for_no_root_cause(page, server):
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(urlparse(request.url).path))
+    page.goto(server.url + "/")
+    _explain(page, "\n".join([IB_LINE, "", FLUSH_LINE]))
+    expect(page.locator(".card")).to_have_count(2)
+    expect(page.locator("#line-1")).to_be_visible()
+    expect(page.locator("#line-3")).to_be_visible()
+    expect(page.locator("#triage")).to_be_hidden()
+    expect(page.locator("#triage > *")).to_have_count(0)
+    assert "/v1/explain" in asked and "/v1/triage" not in asked
+
+
+def test_a_log_with_no_failure_says_so_in_the_root_cause_card(page, server):
+    text, label = _triage_case("case_22")
+    assert label["root_cause"] is None
+    page.goto(server.url + "/")
+    _explain(page, text)
+    triage = page.locator("#triage")
+    expect(triage.locator(".no-failure")).to_have_text("No failure found: no line is an error, a failed worker or a crash.")
+    expect(triage.locator("pre.line")).to_have_count(0)
+    expect(page.locator(".card")).to_have_count(len([l for l in text.splitlines() if l.strip()]))
+    page.get_by_role("button", name="中文").click()
+    expect(triage.locator("h2")).to_have_text("根因")
+    expect(triage.locator(".no-failure")).to_have_text("未发现故障：没有哪一行是错误、失败的 worker 或崩溃。")
+
+
+def test_a_failed_triage_leaves_the_line_cards_alone(page, server):
+    page.route("**/v1/triage", lambda route: route.fulfill(status=500, content_type="application/json",
+                                                          body='{"detail": "boom"}'))
+    page.goto(server.url + "/")
+    _explain(page, "\n".join([FLUSH_LINE, UNRELATED_LINE, AFFINITY_LINE, CDB_LINE]))
+    expect(page.locator(".card")).to_have_count(4)
+    expect(page.locator("#triage .note")).to_have_text(re.compile("Root-cause analysis is unavailable"))
+    expect(page.get_by_role("status")).to_have_text("4 lines explained: 3 known, 1 unknown.")

@@ -3,13 +3,14 @@
 Slack caps a message at 50 blocks and a text object at 3000 characters, so a long paste shows
 its first ``DETAILED`` groups (most severe first) in full and the rest as one list. Every
 detailed answer carries the "This helped" / "Wrong answer" buttons, whose value is the stored
-answer id (``store.py``) so a click can be tied to exactly what was shown.
+answer id (``store.py``) so a click can be tied to exactly what was shown. A triaged paste
+(more than three lines) opens with the root cause and one folded section for the cascade.
 """
 
 from __future__ import annotations
 
 from service.chat.answers import Answerer, Group, Reply
-from service.chat.labels import label, severity_counts_text
+from service.chat.labels import label, severity_counts_text, spread_text
 from service.presentation import source_line
 from service.chat.messages import displayable
 
@@ -145,11 +146,49 @@ def _listing(head: str, rows: list[str]) -> str:
     return text
 
 
+def _root_title(root: dict, lang: str) -> str:
+    return (root.get("title") or {}).get(lang) or displayable(root["line"])
+
+
+def triage_blocks(reply: Reply, lang: str) -> list[dict]:
+    """The root cause (title, line, why, action) and the cascade folded into one section: one row
+    per group with its count and ranks. Nothing for a paste that was not triaged."""
+    triage = reply.triage
+    if triage is None:
+        return []
+    root = triage["root_cause"]
+    if root is None:
+        blocks = [_section(f"*{escape(label(lang, 'no_failure'))}*")]
+    else:
+        blocks = [
+            _section(":dart: *" + escape(label(lang, "root_cause", title=_clip(_root_title(root, lang), 300))) + "*"),
+            _context(_code(root["line"])),
+            _section(f"*{label(lang, 'why')}*\n{escape(root['why'][lang])}"),
+        ]
+        if root.get("action"):
+            blocks.append(_section(f"*{label(lang, 'action')}*\n{escape(root['action'][lang])}"))
+    cascade = triage["cascade"]
+    if cascade:
+        rows = []
+        for group in cascade:
+            title = (group.get("title") or {}).get(lang)
+            count = f" ×{group['count']}" + escape(spread_text(group, lang))
+            rows.append(f"• {escape(title)}{count} — {_code(group['sample'], 80)}" if title
+                        else f"• {_code(group['sample'], 120)}{count}")
+        n = sum(group["count"] for group in cascade)
+        blocks.append(_section(_listing(f"*{label(lang, 'cascade', n=n, g=len(cascade))}*", rows)))
+    return blocks
+
+
 def fallback_text(reply: Reply, lang: str) -> str:
-    """Notification and screen-reader text: the first (most severe) answer's title."""
+    """Notification and screen-reader text: the root cause of a triaged paste, else the first
+    (most severe) answer's title."""
     first = reply.groups[0]
     title = first.answer["title"][lang] if first.answer["known"] else label(lang, "unknown_title")
     head = f"[{label(lang, first.severity)}] {title}"
+    root = reply.triage and reply.triage["root_cause"]
+    if root:
+        head = label(lang, "root_cause", title=_root_title(root, lang))
     if reply.total > 1:
         head += " — " + label(lang, "summary", total=reply.total, distinct=len(reply.groups),
                               counts=severity_counts_text(reply.severity_counts(), lang))
@@ -160,7 +199,10 @@ def reply_blocks(answerer: Answerer, reply: Reply, lang: str) -> list[dict]:
     """The whole message: a single answer, or a summary, the most severe answers, the rest listed."""
     if reply.total == 1 and len(reply.groups) == 1:
         return group_blocks(answerer, reply.groups[0], lang)
-    blocks = [_section("*" + escape(label(
+    blocks = triage_blocks(reply, lang)
+    if blocks:
+        blocks.append({"type": "divider"})
+    blocks += [_section("*" + escape(label(
         lang, "summary", total=reply.total, distinct=len(reply.groups),
         counts=severity_counts_text(reply.severity_counts(), lang))) + "*")]
     for group in reply.groups[:DETAILED]:

@@ -4,13 +4,14 @@ Text that comes from a log line or the KB is always ``plain_text``: ``lark_md`` 
 ``*``, ``_`` and ``<...>`` common in log lines as markup. Buttons carry small JSON values that
 the card-action callback (``feishu.py``) routes on: ``feedback`` with the stored answer id, and
 ``lang`` with the stored reply id, so switching language re-renders the card that was shown
-without explaining anything again.
+without explaining anything again. A triaged paste (more than three lines) has the root cause in
+the header, its line, why and action first, and the cascade folded into one section.
 """
 
 from __future__ import annotations
 
 from service.chat.answers import Answerer, Group, Reply
-from service.chat.labels import label, severity_counts_text
+from service.chat.labels import label, severity_counts_text, spread_text
 from service.presentation import source_line
 from service.chat.messages import displayable
 
@@ -93,17 +94,50 @@ def group_elements(answerer: Answerer, group: Group, lang: str, with_title: bool
     return elements
 
 
+def triage_elements(reply: Reply, lang: str) -> list[dict]:
+    """The root cause's line, why and action (its title is the card's header), then the cascade
+    folded into one section: one row per group with its count and ranks."""
+    triage = reply.triage
+    if triage is None:
+        return []
+    root = triage["root_cause"]
+    if root is None:
+        elements = [_bold(label(lang, "no_failure"))]
+    else:
+        elements = [_note(_clip(root["line"])), _bold(label(lang, "why")), _plain(root["why"][lang])]
+        if root.get("action"):
+            elements += [_bold(label(lang, "action")), _plain(root["action"][lang])]
+    cascade = triage["cascade"]
+    if cascade:
+        rows = []
+        for group in cascade:
+            title = (group.get("title") or {}).get(lang)
+            count = f" ×{group['count']}{spread_text(group, lang)}"
+            rows.append(f"• {title}{count} — {_clip(group['sample'], 80)}" if title
+                        else f"• {_clip(group['sample'], 120)}{count}")
+        n = sum(group["count"] for group in cascade)
+        elements += [_bold(label(lang, "cascade", n=n, g=len(cascade))), _plain("\n".join(rows))]
+    return elements + [{"tag": "hr"}]
+
+
 def reply_card(answerer: Answerer, reply: Reply, lang: str) -> dict:
     """The whole card. Its last row switches the card to the other language."""
     other = "en" if lang == "zh" else "zh"
     first = reply.groups[0]
+    colour = HEADER_COLOUR[first.severity]
     if reply.total == 1 and len(reply.groups) == 1:
         title = _title(first, lang)
         elements = group_elements(answerer, first, lang, with_title=False)
     else:
         title = label(lang, "summary", total=reply.total, distinct=len(reply.groups),
                       counts=severity_counts_text(reply.severity_counts(), lang))
-        elements = []
+        elements = triage_elements(reply, lang)
+        root = reply.triage and reply.triage["root_cause"]
+        if root:
+            # the root cause heads the card; the count of lines heads the per-line answers
+            elements.append(_bold(title))
+            title = "🎯 " + label(lang, "root_cause", title=(root.get("title") or {}).get(lang) or root["line"])
+            colour = "red"
         for group in reply.groups[:DETAILED]:
             elements += group_elements(answerer, group, lang, with_title=True)
             elements.append({"tag": "hr"})
@@ -121,7 +155,7 @@ def reply_card(answerer: Answerer, reply: Reply, lang: str) -> dict:
     ]})
     return {
         "config": {"wide_screen_mode": True, "update_multi": True},
-        "header": {"template": HEADER_COLOUR[first.severity], "title": {"tag": "plain_text", "content": _clip(title, 120)}},
+        "header": {"template": colour, "title": {"tag": "plain_text", "content": _clip(title, 120)}},
         "elements": elements,
     }
 

@@ -189,7 +189,7 @@ class FeishuBot:
             self._reply(message.message_id, "text", text_content(self.limiter.message(wait, lang)))
             return
         try:
-            reply = self.answerer.explain(request.lines, "feishu", request.skipped)
+            reply = self.answerer.explain(request.lines, "feishu", request.skipped, indented=request.pasted)
         except Exception as exc:
             log.exception("explaining %d line(s) failed", len(request.lines))
             self._reply(message.message_id, "text", text_content(label(lang, "failed", error=type(exc).__name__)))

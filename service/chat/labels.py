@@ -32,6 +32,12 @@ LABELS: dict[str, dict[str, str]] = {
                 "`/explain --zh` switches your answers to Chinese, `--en` back to English.",
         "not_in_channel": "I can't post in that channel; invite me with `/invite @explainlog` first.",
         "failed": "Sorry — explaining failed on the server ({error}). Its log has the details.",
+        "root_cause": "Root cause: {title}",
+        "no_failure": "No failure found: no line is an error, a failed worker or a crash.",
+        "why": "Why this line",
+        "cascade": "Cascade: {n} knock-on line(s) in {g} group(s)",
+        "ranks": "ranks",
+        "hosts": "hosts",
     },
     "zh": {
         "fatal": "致命", "error": "错误", "warning": "警告", "info": "信息", "unknown": "未收录",
@@ -59,6 +65,12 @@ LABELS: dict[str, dict[str, str]] = {
                 "`/explain --en` 切换为英文回答，`--zh` 切换回中文。",
         "not_in_channel": "我无法在该频道发言，请先用 `/invite @explainlog` 邀请我。",
         "failed": "抱歉，服务端解释失败（{error}），详情见服务日志。",
+        "root_cause": "根因：{title}",
+        "no_failure": "未发现故障：没有哪一行是错误、失败的 worker 或崩溃。",
+        "why": "判断依据",
+        "cascade": "连带报错：{g} 组，共 {n} 行",
+        "ranks": "rank",
+        "hosts": "主机",
     },
 }
 
@@ -70,3 +82,26 @@ def label(lang: str, key: str, **values: object) -> str:
 
 def severity_counts_text(counts: dict[str, int], lang: str) -> str:
     return " · ".join(f"{n} {LABELS[lang][severity]}" for severity, n in counts.items())
+
+
+def _ranges(values: list[str]) -> str:
+    """"0, 1, 2, 3, 7" as "0-3, 7"; values that are not all numbers are listed as they are."""
+    if not values or not all(str(v).isdigit() for v in values):
+        return ", ".join(map(str, values))
+    runs: list[list[int]] = []
+    for n in sorted({int(v) for v in values}):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
+
+
+def spread_text(group: dict, lang: str, limit: int = 80) -> str:
+    """Where a cascade group was printed: " · ranks 0-7 · hosts a, b" (empty when the log says nowhere)."""
+    out = ""
+    if group.get("ranks"):
+        out += f" · {LABELS[lang]['ranks']} {_ranges(group['ranks'])}"
+    if group.get("hosts"):
+        out += f" · {LABELS[lang]['hosts']} {', '.join(group['hosts'])}"
+    return out if len(out) <= limit else out[: limit - 1] + "…"

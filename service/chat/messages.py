@@ -32,6 +32,9 @@ class ChatRequest:
     written_in: str = "en"
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
+    # the same lines with their indentation as pasted: triage tells a traceback's code lines
+    # from its final exception line by it, and ``lines`` (what the explainer gets) has none
+    pasted: list[str] = field(default_factory=list)
 
 
 def written_language(text: str) -> str:
@@ -87,9 +90,12 @@ def parse_request(text: str, max_lines: int = 50) -> ChatRequest:
     else:
         prose = body
         raw_lines = body.split("\n")
-    lines = [_strip_inline_code(line) for line in raw_lines]
-    lines = [line for line in lines if line.strip()]
-    request = ChatRequest(lines=lines[:max_lines], lang=lang, written_in=written_language(prose))
+    shown = [(_strip_inline_code(line), line) for line in raw_lines]
+    shown = [(line, raw) for line, raw in shown if line.strip()]
+    lines = [line for line, _ in shown]
+    pasted = [raw.rstrip() if line == raw.strip() else line for line, raw in shown]
+    request = ChatRequest(lines=lines[:max_lines], lang=lang, written_in=written_language(prose),
+                          pasted=pasted[:max_lines])
     request.skipped = max(0, len(lines) - max_lines)
     return request
 

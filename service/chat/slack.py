@@ -76,11 +76,13 @@ class SlackBot:
         context[LANG], context[GO], context[REFUSAL] = lang, refusal is None, refusal
         return refusal
 
-    def _explain(self, request: ChatRequest, lang: str) -> tuple[list[dict] | None, str]:
-        """Blocks and fallback text; on failure no blocks and an apology, so the asker is not
-        left waiting after "Explaining…" (the traceback goes to the log, not to the channel)."""
+    def _explain(self, text: str, lang: str) -> tuple[list[dict] | None, str]:
+        """Blocks and fallback text for the message ``text``; on failure no blocks and an
+        apology, so the asker is not left waiting after "Explaining…" (the traceback goes to the
+        log, not to the channel)."""
+        request = self._request(text)
         try:
-            reply = self.answerer.explain(request.lines, "slack", request.skipped)
+            reply = self.answerer.explain(request.lines, "slack", request.skipped, indented=request.pasted)
         except Exception as exc:
             log.exception("explaining %d line(s) failed", len(request.lines))
             return None, label(lang, "failed", error=type(exc).__name__)
@@ -96,7 +98,7 @@ class SlackBot:
     def answer_command(self, body: dict, respond: Respond, context: BoltContext) -> None:
         if not context.get(GO):
             return
-        blocks, text = self._explain(self._request(body.get("text", "")), context[LANG])
+        blocks, text = self._explain(body.get("text", ""), context[LANG])
         if blocks is None:
             respond(text=text, response_type="ephemeral", replace_original=False)
             return
@@ -113,7 +115,7 @@ class SlackBot:
         if not context.get(GO):
             client.chat_postEphemeral(channel=event["channel"], user=event["user"], thread_ts=thread, text=context[REFUSAL])
             return
-        blocks, text = self._explain(self._request(event.get("text", "")), context[LANG])
+        blocks, text = self._explain(event.get("text", ""), context[LANG])
         if blocks is None:
             client.chat_postEphemeral(channel=event["channel"], user=event["user"], thread_ts=thread, text=text)
             return
@@ -131,7 +133,7 @@ class SlackBot:
             respond(text=context[REFUSAL], response_type="ephemeral", replace_original=False)
             return
         message = body["message"]
-        blocks, text = self._explain(self._request(message.get("text", "")), context[LANG])
+        blocks, text = self._explain(message.get("text", ""), context[LANG])
         if blocks is None:
             respond(text=text, response_type="ephemeral", replace_original=False)
             return

@@ -1,5 +1,7 @@
 // The paste-a-line page: send the pasted lines, show one card per line in input order, keep
-// the query in the URL hash (a permalink that never reaches the server's access log).
+// the query in the URL hash (a permalink that never reaches the server's access log). A paste of
+// more than TRIAGE_MIN_LINES non-blank lines is also triaged as one log (/v1/triage): a root-cause
+// card above the per-line cards, its line linked to that line's card, the cascade folded.
 import { api, el, pattern, provenance, setupLanguageSwitch, severityBadge, t } from "./common.js";
 
 const form = document.getElementById("explain-form");
@@ -8,14 +10,28 @@ const results = document.getElementById("results");
 const status = document.getElementById("status");
 const permalink = document.getElementById("permalink");
 const copyButton = document.getElementById("copy-link");
+const triageBox = document.getElementById("triage");
+
+const TRIAGE_MIN_LINES = 3; // more non-blank lines than this: also ask for the root cause
+// Python's str.splitlines() (which /v1/triage numbers lines with) also breaks at these; the
+// page numbers lines at "\n" only, so they become spaces in the text sent for triage.
+const PY_LINE_BREAKS = /[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/g;
 
 let lastAnswers = []; // [{number, answer}] — kept so a language switch re-renders without a request
+let lastTriage = null; // null (no triage asked), {result} or {failed: true}
+let generation = 0; // answers of an older paste, arriving late, are dropped
 
 /** Non-blank lines with their 1-based position in the paste. */
 function pastedLines(text) {
   return text.split("\n")
     .map((line, index) => ({ number: index + 1, text: line.replace(/\r$/, "") }))
     .filter((line) => line.text.trim() !== "");
+}
+
+/** The paste as /v1/triage should read it: every line, blank ones included, so that its line
+ *  numbers are the ones pastedLines gives. */
+function triageText(text) {
+  return text.split("\n").map((line) => line.replace(/\r$/, "").replace(PY_LINE_BREAKS, " ")).join("\n");
 }
 
 function queryFromHash() {
@@ -83,7 +99,7 @@ function knownCard(number, answer, lang) {
   const entryPromise = pattern(answer.pattern_id);
   const sourceBox = el("div", { class: "provenance" });
   entryPromise.then((entry) => sourceBox.append(...provenance(entry))).catch(() => {});
-  return el("li", { class: `card sev-${answer.severity}`, "data-pattern-id": answer.pattern_id },
+  return el("li", { class: `card sev-${answer.severity}`, id: `line-${number}`, tabindex: "-1", "data-pattern-id": answer.pattern_id },
     el("div", { class: "card-head" },
       severityBadge(answer.severity),
       el("h2", { class: "title", text: answer.title[lang] })),
@@ -109,7 +125,7 @@ function unknownCard(number, answer, lang) {
     pattern(candidate.pattern_id).then((entry) => item.append(" — ", entry.title[lang])).catch(() => {});
     nearest.append(item);
   }
-  return el("li", { class: "card unknown" },
+  return el("li", { class: "card unknown", id: `line-${number}`, tabindex: "-1" },
     el("div", { class: "card-head" }, severityBadge(null), el("h2", { class: "title", text: t("unknown_title") })),
     el("p", { class: "meta", text: t("line")(number) }),
     el("pre", { class: "line", text: answer.line }),
@@ -117,14 +133,120 @@ function unknownCard(number, answer, lang) {
     answer.candidates && answer.candidates.length ? nearest : el("p", { text: t("none_near") }));
 }
 
+/** A link to the per-line card of paste line ``number``. It scrolls there itself: following
+ *  "#line-N" would replace the "#q=" permalink in the address bar. */
+function lineLink(number) {
+  return el("a", {
+    href: `#line-${number}`, class: "line-link",
+    onclick: (event) => {
+      event.preventDefault();
+      const card = document.getElementById(`line-${number}`);
+      if (!card) return;
+      for (const other of results.querySelectorAll(".card.target")) other.classList.remove("target");
+      card.classList.add("target");
+      card.scrollIntoView({ block: "start" });
+      card.focus({ preventScroll: true });
+    },
+  }, t("line")(number));
+}
+
+function rankList(ranks) {
+  // "0, 1, 2, 3, 7" reads as "0-3, 7"; ranks that are not numbers are listed as they are
+  const numbers = ranks.map(Number);
+  if (!numbers.every(Number.isInteger)) return ranks.join(", ");
+  const parts = [];
+  for (let i = 0; i < numbers.length;) {
+    let j = i;
+    while (j + 1 < numbers.length && numbers[j + 1] === numbers[j] + 1) j++;
+    parts.push(j > i ? `${numbers[i]}-${numbers[j]}` : String(numbers[i]));
+    i = j + 1;
+  }
+  return parts.join(", ");
+}
+
+function cascadeItem(group, lang) {
+  const title = group.title && group.title[lang];
+  const sample = (group.sample_lines || [])[0] || "";
+  const where = [];
+  if (group.ranks && group.ranks.length) where.push(`${t("rc_ranks")} ${rankList(group.ranks)}`);
+  if (group.hosts && group.hosts.length) where.push(`${t("rc_hosts")} ${group.hosts.join(", ")}`);
+  return el("li", { class: "cascade-group" },
+    el("span", { class: "cascade-title", text: title || sample }),
+    " ", el("span", { class: "count", text: `×${group.count}` }),
+    where.length ? ` · ${where.join(" · ")}` : null,
+    " · ", lineLink(group.first_line),
+    title && sample ? el("code", { class: "sample", text: sample }) : null);
+}
+
+function triageCard(result, lang) {
+  const root = result.root_cause;
+  const parts = [];
+  if (!root) {
+    parts.push(el("h2", { id: "triage-heading", text: t("rc_heading") }),
+      el("p", { class: "no-failure", text: t("rc_no_failure") }));
+  } else {
+    const kind = t("rc_kind")[root.kind] || root.kind;
+    parts.push(
+      el("div", { class: "card-head" },
+        el("h2", { id: "triage-heading", text: t("rc_heading") }),
+        el("span", { class: "badge kind", text: kind })),
+      el("p", { class: "triage-title", text: (root.title && root.title[lang]) || root.line }),
+      el("p", { class: "meta" }, lineLink(root.line_number)),
+      el("pre", { class: "line", text: root.line }),
+      el("h3", { text: t("rc_why") }),
+      el("p", { class: "why", text: root.why[lang] }),
+      root.action ? el("div", { class: "action" }, el("h3", { text: t("action") }), el("p", { text: root.action[lang] })) : null);
+  }
+  const cascade = result.cascade || [];
+  if (cascade.length) {
+    const lines = cascade.reduce((sum, group) => sum + group.count, 0);
+    parts.push(el("details", { class: "cascade" },
+      el("summary", { text: t("rc_cascade")(lines, cascade.length) }),
+      el("ul", {}, cascade.map((group) => cascadeItem(group, lang)))));
+  }
+  if (root && result.summary) parts.push(el("p", { class: "triage-summary", text: result.summary[lang] }));
+  return parts;
+}
+
+function pageLang() {
+  return document.documentElement.lang.startsWith("zh") ? "zh" : "en";
+}
+
+function renderTriage() {
+  if (!lastTriage) {
+    triageBox.hidden = true;
+    triageBox.replaceChildren();
+    return;
+  }
+  const lang = pageLang();
+  const open = Boolean(triageBox.querySelector("details[open]")); // a re-render keeps the cascade open
+  triageBox.hidden = false;
+  triageBox.classList.toggle("failed", Boolean(lastTriage.failed));
+  triageBox.classList.toggle("clean", Boolean(lastTriage.result && !lastTriage.result.root_cause));
+  triageBox.replaceChildren(...(lastTriage.failed
+    ? [el("p", { class: "note", text: t("rc_failed") })]
+    : triageCard(lastTriage.result, lang)));
+  if (open) triageBox.querySelector("details")?.setAttribute("open", "");
+  if (lastTriage.failed) triageBox.removeAttribute("aria-labelledby");
+  else triageBox.setAttribute("aria-labelledby", "triage-heading");
+}
+
 function render() {
-  const lang = document.documentElement.lang.startsWith("zh") ? "zh" : "en";
+  const lang = pageLang();
+  renderTriage();
   results.replaceChildren(...lastAnswers.map(({ number, answer }) =>
     answer.known ? knownCard(number, answer, lang) : unknownCard(number, answer, lang)));
   if (lastAnswers.length) {
     const known = lastAnswers.filter(({ answer }) => answer.known).length;
     status.textContent = t("summary")(lastAnswers.length, known, lastAnswers.length - known);
   }
+}
+
+function clearAnswers() {
+  lastAnswers = [];
+  lastTriage = null;
+  results.replaceChildren();
+  renderTriage();
 }
 
 async function explain() {
@@ -135,24 +257,42 @@ async function explain() {
     input.focus();
     return;
   }
+  const mine = ++generation;
   setPermalink(input.value);
   status.textContent = t("working");
   form.setAttribute("aria-busy", "true");
+  // Asked at the same time as the per-line answers; a failure here never costs those.
+  const triage = lines.length > TRIAGE_MIN_LINES
+    ? api("/v1/triage", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ log: triageText(input.value) }),
+    }).then((result) => ({ result }), () => ({ failed: true }))
+    : null;
   try {
     const body = await api("/v1/explain", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ lines: lines.map((line) => line.text) }),
     });
+    if (mine !== generation) return;
     lastAnswers = body.answers.map((answer, i) => ({ number: lines[i].number, answer }));
+    lastTriage = null;
     render();
   } catch (error) {
-    lastAnswers = [];
-    results.replaceChildren();
+    if (mine !== generation) return;
+    clearAnswers();
     status.classList.add("error");
     status.textContent = `${t("error")}: ${error.message}`;
+    return;
   } finally {
-    form.removeAttribute("aria-busy");
+    if (mine === generation) form.removeAttribute("aria-busy");
+  }
+  if (triage) {
+    const outcome = await triage;
+    if (mine !== generation) return;
+    lastTriage = outcome;
+    renderTriage();
   }
 }
 
@@ -168,8 +308,8 @@ input.addEventListener("keydown", (event) => {
 });
 document.getElementById("clear").addEventListener("click", () => {
   input.value = "";
-  lastAnswers = [];
-  results.replaceChildren();
+  generation++;
+  clearAnswers();
   status.textContent = "";
   history.replaceState(null, "", location.pathname);
   permalink.hidden = copyButton.hidden = true;

@@ -20,6 +20,14 @@ export const STRINGS = {
     component: "Component", severity_label: "Severity", any: "any", results: (n) => `${n} entr${n === 1 ? "y" : "ies"}`,
     examples: "Example lines", pattern: "Pattern", versions: "Versions", back: "All entries", kb_title: "Knowledge base",
     error: "Error", skip: "Skip to content",
+    rc_heading: "Root cause", rc_why: "Why this line", rc_no_failure: "No failure found: no line is an error, a failed worker or a crash.",
+    rc_failed: "Root-cause analysis is unavailable for this paste; the line-by-line answers below are unaffected.",
+    rc_kind: {
+      root_cause: "known root cause", exception: "exception", signal: "killed by a signal", unexplained_error: "unexplained error",
+      error: "error line", timeout: "timeout", worker_failed: "worker failed", cascade: "knock-on error", wrapper: "wrapper",
+    },
+    rc_cascade: (n, g) => `Cascade: ${n} knock-on line${n === 1 ? "" : "s"} in ${g} group${g === 1 ? "" : "s"}`,
+    rc_ranks: "ranks", rc_hosts: "hosts",
   },
   zh: {
     nav_explain: "解释日志", nav_kb: "知识库", nav_docs: "API 文档", lang_label: "语言",
@@ -38,6 +46,14 @@ export const STRINGS = {
     component: "组件", severity_label: "严重程度", any: "全部", results: (n) => `${n} 个条目`,
     examples: "示例日志", pattern: "正则", versions: "适用版本", back: "全部条目", kb_title: "知识库",
     error: "错误", skip: "跳到正文",
+    rc_heading: "根因", rc_why: "判断依据", rc_no_failure: "未发现故障：没有哪一行是错误、失败的 worker 或崩溃。",
+    rc_failed: "这次粘贴的根因分析失败了，下面的逐行解释不受影响。",
+    rc_kind: {
+      root_cause: "知识库标注的根因", exception: "异常", signal: "被信号终止", unexplained_error: "未收录的错误",
+      error: "错误日志", timeout: "超时", worker_failed: "worker 异常退出", cascade: "连带报错", wrapper: "包装信息",
+    },
+    rc_cascade: (n, g) => `连带报错：${g} 组，共 ${n} 行`,
+    rc_ranks: "rank", rc_hosts: "主机",
   },
 };
 
