@@ -738,7 +738,12 @@ class TriageStream:
 
         from service.batch.engine import Engine
 
-        self.engine = engine if engine is not None else Engine(explainer, semantic=False)
+        if engine is None:
+            engine = Engine(explainer, semantic=False)
+            # triage keeps no per-line output: smaller caches cost it little speed and hold
+            # its memory near the explainer's own on logs of endless variety
+            engine.shape_limit, engine.remembered_limit = 10_000, 20_000
+        self.engine = engine
         self.explainer = explainer
         self.semantic = semantic
         self._semantic_cache: dict[str, dict] = {}  # template -> the embedding tier's answer

@@ -291,6 +291,9 @@ class Engine:
         self.explainer = explainer
         self.semantic = semantic
         self.defer_semantic = defer_semantic and semantic
+        # the two bounds that decide the engine's memory on endless variety (see the constants)
+        self.shape_limit = SHAPE_LIMIT
+        self.remembered_limit = REMEMBERED_LIMIT
         self.verify = verify
         self.mismatches = 0
         self._learned = 0
@@ -347,7 +350,7 @@ class Engine:
 
     # ---- shapes -----------------------------------------------------------------------------
     def _new_shape(self, key: bytes, text: str) -> Shape:
-        if len(self._shapes) >= SHAPE_LIMIT:
+        if len(self._shapes) >= self.shape_limit:
             self._shapes.clear()  # memory stays flat; shapes are relearned as they recur
             self._remembered = self._unchecked = 0
         normalized = normalize_line(text)
@@ -587,7 +590,7 @@ class Engine:
     def _values_answer(self, shape: Shape, text: str, stretch: str) -> tuple[Answer, dict]:
         """(answer, fields) for a FIELDS shape's group values, remembered on the shape: the
         same values recur (one NCCL channel line per rank and peer, printed again per comm)."""
-        if self._remembered >= REMEMBERED_LIMIT:
+        if self._remembered >= self.remembered_limit:
             self._forget()
         fields = {name: text[b:e] for name, b, e in shape.spans}  # type: ignore[union-attr]
         hit = shape.by_values[stretch] = (self._texts_answer(shape, fields), fields)  # type: ignore[index]
