@@ -23,7 +23,7 @@ import pydantic
 from indexer import paths
 from indexer.kb_loader import KnowledgeBase, kb_digest, load_kb
 
-FORMAT = 1
+FORMAT = 2  # 2: the KB carries its compilable entries
 KEEP = 8
 
 
@@ -49,6 +49,9 @@ def load_kb_cached(kb_dir: Path | str, cache_dir: Path | None = None) -> Knowled
     except Exception:  # missing, truncated, from another version: just load the YAML
         pass
     kb = load_kb(kb_dir)
+    from indexer.kb_check import compilable
+
+    kb.compiled = compilable(kb)
     _store(kb, path)
     return kb
 

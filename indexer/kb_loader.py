@@ -61,6 +61,9 @@ class KnowledgeBase:
     # can answer a line (text written, enough fixed text) as entries, ranked below curated ones.
     records: dict = field(default_factory=dict)
     catalog: list[LoadedEntry] = field(default_factory=list)
+    # ``kb_check.compilable(self)``, kept by the KB cache so a process does not compile every
+    # pattern again at start-up just to learn which ones compile (None: not computed)
+    compiled: list[LoadedEntry] | None = None
 
     @property
     def all_entries(self) -> list[LoadedEntry]:

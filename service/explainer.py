@@ -88,7 +88,8 @@ class Explainer:
                 f"explainlog: warning: {len(self.kb.findings)} KB problem(s) skipped, first: "
                 f"{self.kb.findings[0]} (run 'explainlog kb check')"
             )
-        self.entries: list[PatternEntry] = [l.entry for l in compilable(self.kb)]
+        compiled = self.kb.compiled if self.kb.compiled is not None else compilable(self.kb)
+        self.entries: list[PatternEntry] = [l.entry for l in compiled]
         self.by_id = {e.id: e for e in self.entries}
         self.patterns = PatternSet(self.entries)
         self.index_policy = index_policy
