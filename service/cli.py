@@ -73,11 +73,12 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             print(f"triage: no such file: {path}", file=sys.stderr)
             return 2
     result = triage_paths(_explainer(args), sources, semantic=not args.regex_only)
-    for problem in result["problems"]:
-        print(f"triage: {problem}", file=sys.stderr)
+    for p in result["problems"]:
+        print(f"triage: {p['file']}{':' + str(p['line']) if p['line'] else ''}: {p['message']}", file=sys.stderr)
+    lost = any(p["lost_input"] for p in result["problems"])
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
-        return 0
+        return 1 if lost else 0
     lang = 1 if args.lang == "zh" else 0
     key = ("en", "zh")[lang]
     root = result["root_cause"]
@@ -97,7 +98,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
         for g in result["cascade"][:15]:
             title = (g["title"] or {}).get(key) or g["sample_lines"][0][:100]
             print(f"  ×{g['count']:<5} lines {g['first_line']}-{g['last_line']}  {title}")
-    if any(p for p in result["problems"]):
+    if lost:
         return 1
     return 0
 

@@ -666,7 +666,9 @@ def triage_lines(explainer, sources: Iterable[tuple[str, str]], semantic: bool =
             flush()
     if buf:
         flush()
-    return t.result()
+    out = t.result()
+    out["problems"] = []  # lines handed over in memory: nothing to lose on the way
+    return out
 
 
 # Where a line whose answer alone says "no failure" (a known INFO/context/progress line, or an
@@ -872,7 +874,7 @@ class TriageStream:
 
     def result(self) -> dict:
         out = self.triage.result()
-        out["problems"] = [str(p) for p in self.problems]
+        out["problems"] = [p.to_json() for p in self.problems]  # file, line, kind, message, lost_input
         return out
 
 
