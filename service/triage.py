@@ -79,6 +79,7 @@ _DS_VERSION = re.compile(r"DeepSpeed info: version=(\S+)")
 _DS_VERSION2 = re.compile(r"\bDeepSpeed version[: ]+(\d[\w.+]*)")
 _TORCH_VERSION = re.compile(r"\btorch(?:\s+version|==|\s*:)\s*(\d+\.\d+\.\d+[\w.+]*)")
 _WORLD = re.compile(r"\b(?:world[_ ]size|WORLD_SIZE|nranks|nRanks)\b\s*[:=]?\s*(\d+)")
+_WORLD_WORDS = ("nRanks", "nranks", "world_size", "world size", "WORLD_SIZE")
 _GDR = re.compile(r"GPU Direct RDMA Enabled|/GDRDMA")
 PROGRESS = re.compile(r"\b(?:iteration|iter|step|epoch|global_step)\b\s*[:=]?\s*\[?\s*\d+", re.I)
 
@@ -281,9 +282,13 @@ class Triage:
                     self.in_block = False
                 return
         a = line.answer
-        if a.get("known") and not final:
-            # a known line's class depends on its entry and its message alone: remembered
-            memo_key = (a.get("pattern_id"), a.get("tier"), message)
+        if not final:
+            # a line's class depends on its entry and its message alone (an unknown line's also
+            # on the first letter of its level): remembered
+            if a.get("known"):
+                memo_key = (a.get("pattern_id"), a.get("tier"), message)
+            else:
+                memo_key = (None, (line.context.get("level") or "")[:1].lower(), message)
             verdict = self._verdicts.get(memo_key, False)
             if verdict is False:
                 if len(self._verdicts) > 20_000:
@@ -407,10 +412,17 @@ class Triage:
             m = _TORCH_VERSION.search(message)
             if m:
                 f["versions"]["torch"] = m.group(1)
-        if "ize" in message or "anks" in message or "IZE" in message:
-            m = _WORLD.search(message)
-            if m:
-                f["world_size"] = max(int(m.group(1)), f.get("world_size", 0))
+        first = None  # the earliest match, as _WORLD.search finds it, without scanning every position
+        for word in _WORLD_WORDS:  # NCCL prints nRanks on every rank's trees line
+            at = message.find(word)
+            while at >= 0 and (first is None or at < first.start()):
+                m = _WORLD.match(message, at)  # its \b looks at the character before ``at``
+                if m:
+                    first = m
+                    break
+                at = message.find(word, at + 1)
+        if first is not None:
+            f["world_size"] = max(int(first.group(1)), f.get("world_size", 0))
         if "exitcode" in message:
             m = FAILED_WORKER.search(message)
             if m:

@@ -295,3 +295,18 @@ def test_cli_triage_reads_stdin_and_zstd_and_exits_1_only_when_input_was_lost(tm
     gone = subprocess.run(base + [str(tmp_path / "a.log.zst"), str(tmp_path / "nope*.log")],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert gone.returncode == 1 and "no file matches" in gone.stderr
+
+
+def test_world_size_is_read_as_the_first_match_of_its_pattern_would_be():
+    """``_value_facts`` finds the keyword, then matches there (it runs on every NCCL trees
+    line); it must give what one search of the whole pattern gives."""
+    from service.triage import _WORLD
+
+    cases = ["comm 0x1 rank 3 nRanks 512 busId 1", "world_size=16", "WORLD_SIZE: 8", "snRanks 999",
+             "x world size 4", "snRanks 999 and nRanks 7", "world_size 8 nRanks 16", "nRanks 16 world_size 8",
+             "nranksx 5 nranks 6", "world size: 3 WORLD_SIZE=9", "no size here", "world_size=abc nranks 2"]
+    for text in cases:
+        t = Triage()
+        t._value_facts(text)
+        m = _WORLD.search(text)
+        assert t.facts.get("world_size") == (int(m.group(1)) if m else None), text
