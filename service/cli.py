@@ -318,10 +318,14 @@ def build_parser() -> argparse.ArgumentParser:
     tr = sub.add_parser(
         "triage", help="what killed the job: the first real failure, the cascade folded, the job's facts",
         epilog="examples:\n  explainlog triage train.log\n  explainlog triage --json rank0.log rank1.log.gz\n"
-               "  kubectl logs job/train | explainlog triage -",
+               "  explainlog triage 'logs/job-42/*.log.zst' --lang zh\n"
+               "  kubectl logs job/train | explainlog triage -\n"
+               "exit codes: 0 verdict given (with or without a failure); 1 some input was lost\n"
+               "(unreadable file, truncated archive; the rest was read); 2 no such file",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    tr.add_argument("paths", nargs="*", metavar="PATH", help="log files of one job (plain, .gz, .zst) or '-' (default)")
+    tr.add_argument("paths", nargs="*", metavar="PATH",
+                    help="log files of one job (plain, .gz, .zst, .bz2), directories, globs, or '-' (default)")
     tr.add_argument("--json", action="store_true", help="the whole verdict as one JSON object")
     tr.add_argument("--lang", choices=("en", "zh"), default="en")
     tr.add_argument("--regex-only", action="store_true", help="skip the semantic tier for unknown lines")
