@@ -79,6 +79,13 @@ _DS_VERSION = re.compile(r"DeepSpeed info: version=(\S+)")
 _DS_VERSION2 = re.compile(r"\bDeepSpeed version[: ]+(\d[\w.+]*)")
 _TORCH_VERSION = re.compile(r"\btorch(?:\s+version|==|\s*:)\s*(\d+\.\d+\.\d+[\w.+]*)")
 _WORLD = re.compile(r"\b(?:world[_ ]size|WORLD_SIZE|nranks|nRanks)\b\s*[:=]?\s*(\d+)")
+# GPU model names as drivers, nvidia-smi, NCCL and PyTorch print them ("NVIDIA A100-SXM4-80GB",
+# "NVIDIA H100 80GB HBM3", "AMD Instinct MI250X", "MI300X"); and the capacity a CUDA/HIP OOM
+# line states ("GPU 0 has a total capacity of 79.15 GiB")
+_GPU_MODEL = re.compile(r"\bNVIDIA (?:(?:GeForce|Tesla|Quadro|RTX) )*(?:[A-Z]{1,2}\d{2,4}[A-Za-z]?|\d{4})(?:-[\w]+)*"
+                        r"(?: (?:\d+GB|HBM3e?|PCIe|NVL|Ti))*"
+                        r"|\b(?:AMD )?(?:Instinct )?MI[23]\d\d[A-Z]?\b")
+_GPU_CAPACITY = re.compile(r"GPU \d+ has a total capacity of ([\d.]+ [KMGT]iB)")
 _WORLD_WORDS = ("nRanks", "nranks", "world_size", "world size", "WORLD_SIZE")
 _GDR = re.compile(r"GPU Direct RDMA Enabled|/GDRDMA")
 PROGRESS = re.compile(r"\b(?:iteration|iter|step|epoch|global_step)\b\s*[:=]?\s*\[?\s*\d+", re.I)
@@ -218,7 +225,8 @@ class Triage:
         self.groups: dict[str, Group] = {}
         self.tb_state: dict[tuple, str] = {}   # per (file, rank/pid): "" | "frames"
         self.chained: dict[tuple, bool] = {}   # a chain header was seen: the next exception wraps
-        self.facts: dict = {"hosts": set(), "ranks": set(), "versions": {}, "transport": set()}
+        self.facts: dict = {"hosts": set(), "ranks": set(), "versions": {}, "transport": set(), "devices": set(),
+                            "gpu_models": set()}
         self.last_progress: Line | None = None
         self.progress_before_root: Line | None = None
         self.block: dict = {}
@@ -238,10 +246,7 @@ class Triage:
         raw_message = line.answer.get("_message", line.text)
         message = raw_message.strip()
         key = (line.file, ctx.get("rank") or ctx.get("pid") or "")
-        if ctx.get("host"):
-            self.facts["hosts"].add(ctx["host"])
-        if ctx.get("rank") not in (None, ""):
-            self.facts["ranks"].add(str(ctx["rank"]))
+        self._where(ctx)
         if message not in self._facts_read:  # facts are sets and maxima: one read per message
             if len(self._facts_read) > 20_000:
                 self._facts_read.clear()
@@ -329,15 +334,22 @@ class Triage:
         counted, its rank and host noted, kept as a neighbour when unknown (``line``, else
         None) and as the last progress when ``progress``."""
         self.n += 1
+        self._where(context)
+        self._recent.append(line)
+        if progress:
+            self._progressed(line)
+
+    def _where(self, context: dict) -> None:
+        """The host, rank and GPU (NCCL's ``[dev]`` prefix) a line was printed from."""
         host = context.get("host")
         if host:
             self.facts["hosts"].add(host)
         rank = context.get("rank")
         if rank not in (None, ""):
             self.facts["ranks"].add(str(rank))
-        self._recent.append(line)
-        if progress:
-            self._progressed(line)
+        device = context.get("device")
+        if device not in (None, "") and len(self.facts["devices"]) < 100_000:
+            self.facts["devices"].add((host or "", device))
 
     def _progressed(self, line: Line) -> None:
         """Training went on: a warning-level root cause before it did not stop the job."""
@@ -423,6 +435,14 @@ class Triage:
                 at = message.find(word, at + 1)
         if first is not None:
             f["world_size"] = max(int(first.group(1)), f.get("world_size", 0))
+        if "NVIDIA " in message or "Instinct" in message or "MI3" in message or "MI2" in message:
+            for m in _GPU_MODEL.finditer(message):
+                if len(f["gpu_models"]) < 8:
+                    f["gpu_models"].add(m.group(0).strip())
+        if "total capacity" in message:
+            m = _GPU_CAPACITY.search(message)
+            if m:
+                f["gpu_capacity"] = m.group(1)
         if "exitcode" in message:
             m = FAILED_WORKER.search(message)
             if m:
@@ -493,6 +513,7 @@ class Triage:
             "world_size": f.get("world_size"),
             "versions": f["versions"],
             "transport": sorted(f["transport"]),
+            "gpus": self._gpus_out(),
             "last_progress": None,
         }
         prog = self.progress_before_root if self.best else self.last_progress
@@ -535,6 +556,21 @@ class Triage:
                 failing["rank"] = _num(str(ctx["rank"]))
         out["failing"] = failing or None
         return out
+
+    def _gpus_out(self) -> dict | None:
+        """GPUs the log shows: devices seen in NCCL's per-line ``[dev]`` prefix (per host), the
+        model names it prints, the capacity an OOM line states."""
+        f = self.facts
+        per_host: dict[str, int] = {}
+        for host, _ in f["devices"]:
+            per_host[host] = per_host.get(host, 0) + 1
+        out = {
+            "devices_seen": len(f["devices"]) or None,
+            "per_node": max(per_host.values()) if per_host else None,
+            "models": sorted(f["gpu_models"]),
+            "capacity": f.get("gpu_capacity"),
+        }
+        return out if any(v for v in out.values()) else None
 
     def _why(self, b: Candidate, groups: list[Group]) -> dict:
         later = sum(g.count for g in groups if g.first_seq > b.line.seq)
@@ -700,7 +736,7 @@ _UNKNOWN_HINT = (  # matters for lines no entry knows: error words, exception li
 )
 _FACTS_HINT = (
     r"[NR]CCL version|DeepSpeed info|DeepSpeed version|\btorch(?:\s+version|==|\s*:)|world[_ ]size|WORLD_SIZE|"
-    r"\bn[Rr]anks\b|exitcode|srun: error"
+    r"\bn[Rr]anks\b|exitcode|srun: error|NVIDIA |Instinct|\bMI[23]\d\d|total capacity"
 )
 SKIP, PROGRESS_ONLY, UNKNOWN_ONLY, FEED = 0, 1, 2, 3
 ANY_HIT, UNKNOWN_HIT, FACTS_HIT = 1, 2, 4

@@ -310,3 +310,20 @@ def test_world_size_is_read_as_the_first_match_of_its_pattern_would_be():
         t._value_facts(text)
         m = _WORLD.search(text)
         assert t.facts.get("world_size") == (int(m.group(1)) if m else None), text
+
+
+def test_gpu_facts_from_device_prefixes_model_names_and_an_oom_line():
+    r = _run([
+        ("hostA:10:10 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE", "nccl.init", "context", "info"),
+        ("hostA:11:11 [1] NCCL INFO comm 0x1 rank 1 nranks 4 cudaDev 1 busId 2000 - Init COMPLETE", "nccl.init", "context", "info"),
+        ("hostB:12:12 [0] NCCL INFO comm 0x1 rank 2 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE", "nccl.init", "context", "info"),
+        ("GPU type: NVIDIA H100 80GB HBM3",),
+        ("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+         "of 79.15 GiB of which 1.2 GiB is free.", "cuda.oom", "root_cause", "error"),
+    ])
+    gpus = r["facts"]["gpus"]
+    assert gpus["devices_seen"] == 3 and gpus["per_node"] == 2
+    assert gpus["models"] == ["NVIDIA H100 80GB HBM3"]
+    assert gpus["capacity"] == "79.15 GiB"
+    assert r["facts"]["world_size"] == 4
+    assert _run([("[rank0]: step 1 loss 2.0", "progress.step", "progress", "info")])["facts"]["gpus"] is None
