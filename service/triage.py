@@ -15,6 +15,8 @@ earliest line of the best class, ordered by timestamp where lines carry one:
 2.7 a root cause printed at warning level after which training went on (a progress line
    followed it): a performance warning repeated for hours did not kill the job; its pattern
    keeps this class for the rest of the log
+2.9 a failure line printed about ``ran for`` before the first watchdog line (when the collective
+   that timed out started): preferred to the timeouts, cascade and wrappers
 3  timeouts (watchdog, ``timed out``, heartbeat): they report a hang, not what caused it
 3.5 a worker that failed with a plain exit code (its traceback, when logged, wins)
 4  cascade lines (knock-on errors)            5  wrappers (ChildFailedError, summaries)
@@ -46,7 +48,8 @@ SIGNAL_MEANING = {
     "SIGINT": ("was interrupted (Ctrl-C)", "被中断（Ctrl-C）"),
 }
 
-CLASS_NAMES = {0: "root_cause", 1: "exception", 2: "signal", 2.5: "unexplained_error", 2.7: "root_cause", 3: "timeout",
+CLASS_NAMES = {0: "root_cause", 1: "exception", 2: "signal", 2.5: "unexplained_error", 2.7: "root_cause",
+               2.9: "before_timeout", 3: "timeout",
                3.5: "worker_failed", 4: "cascade", 5: "wrapper"}
 GROUP_ONLY = 99  # folded into the cascade, never a root-cause candidate
 
@@ -86,6 +89,34 @@ _GPU_MODEL = re.compile(r"\bNVIDIA (?:(?:GeForce|Tesla|Quadro|RTX) )*(?:[A-Z]{1,
                         r"(?: (?:\d+GB|HBM3e?|PCIe|NVL|Ti))*"
                         r"|\b(?:AMD )?(?:Instinct )?MI[23]\d\d[A-Z]?\b")
 _GPU_CAPACITY = re.compile(r"GPU \d+ has a total capacity of ([\d.]+ [KMGT]iB)")
+# ProcessGroupNCCL's timeout reports (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp): the
+# watchdog line "... collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ...,
+# Timeout(ms)=600000) ran for 600061 milliseconds before timing out.", "Timeout at NCCL work: N,
+# last enqueued NCCL work: N, last completed NCCL work: N.", "failure detected by watchdog at work
+# sequence id: N PG status: last enqueued work: N, last completed work: N" and "Received a dump
+# signal due to a collective timeout from this local rank | from  rank N ..."
+_WD_TIMEOUT = re.compile(r"ollective operation timeout: (?P<work>.*?) ran for (?P<ran>\d+) milliseconds")
+_WD_FIELDS = (("seq", re.compile(r"SeqNum=(\d+)")), ("op_type", re.compile(r"OpType=(\w+)")),
+              ("timeout_ms", re.compile(r"Timeout\(ms\)=(\d+)")))
+_WD_RANK = re.compile(r"\bRank (\d+)\]")
+_WD_SEQS = re.compile(r"last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)")
+_WD_DUMP = re.compile(r"dump signal due to a collective timeout from\s+(this local rank|rank\s+(-?\d+))")
+_WD_AT = re.compile(r"(?:Timeout at NCCL work|failure detected by watchdog at work sequence id): (\d+)")
+_TIME_OF_DAY = re.compile(r"(?<!\d)(\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d+))?")
+
+
+def _seconds(timestamp: str) -> float | None:
+    """Seconds since midnight of a log timestamp (ISO, logging, glog, mmengine all carry
+    HH:MM:SS[.frac]); None without one."""
+    if not timestamp:
+        return None
+    m = _TIME_OF_DAY.search(timestamp)
+    if not m:
+        return None
+    frac = float("0." + m.group(4)) if m.group(4) else 0.0
+    return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3)) + frac
+
+
 _WORLD_WORDS = ("nRanks", "nranks", "world_size", "world size", "WORLD_SIZE")
 _GDR = re.compile(r"GPU Direct RDMA Enabled|/GDRDMA")
 PROGRESS = re.compile(r"\b(?:iteration|iter|step|epoch|global_step)\b\s*[:=]?\s*\[?\s*\d+", re.I)
@@ -235,6 +266,9 @@ class Triage:
         self.failed_workers: list[dict] = []
         self.neighbours: list[Line] = []
         self._verdicts: dict = {}
+        self.watchdog: dict = {}  # what the first watchdog/timeout lines say (see _watchdog_facts)
+        self._timed: deque = deque(maxlen=5000)  # (seconds of day, line, kind) of failure lines
+        self._hang_start: float | None = None
         self._facts_read: set[str] = set()
         self.survived: set = set()  # warning-level root-cause patterns training went on after
         self._recent: deque = deque(maxlen=4)  # the last lines (None for known ones skipped unread)
@@ -310,6 +344,12 @@ class Triage:
         cls, kind = verdict
         if cls == 0 and self.survived and a.get("pattern_id") in self.survived:
             cls = 2.7
+        if cls != 3:  # what a watchdog that fires later may point back to (see _watchdog_fired)
+            at = _seconds(_timestamp(line.context))
+            if at is not None:
+                self._timed.append((at, line, kind))
+        elif self._hang_start is None and self.watchdog.get("ran_for_ms") is not None:
+            self._watchdog_fired(line)
         if cls == GROUP_ONLY:
             self._group(line, kind)
             return
@@ -439,6 +479,9 @@ class Triage:
             for m in _GPU_MODEL.finditer(message):
                 if len(f["gpu_models"]) < 8:
                     f["gpu_models"].add(m.group(0).strip())
+        if "ollective operation timeout" in message or "dump signal" in message or "NCCL work" in message \
+                or "last enqueued" in message or "failure detected by watchdog" in message:
+            self._watchdog_facts(message)
         if "total capacity" in message:
             m = _GPU_CAPACITY.search(message)
             if m:
@@ -514,6 +557,7 @@ class Triage:
             "versions": f["versions"],
             "transport": sorted(f["transport"]),
             "gpus": self._gpus_out(),
+            "watchdog": dict(self.watchdog) or None,
             "last_progress": None,
         }
         prog = self.progress_before_root if self.best else self.last_progress
@@ -557,6 +601,68 @@ class Triage:
         out["failing"] = failing or None
         return out
 
+    def _watchdog_facts(self, message: str) -> None:
+        """The first collective timeout as ProcessGroupNCCL reports it: which collective
+        (SeqNum, OpType), its Timeout(ms), how long it ran, the last enqueued and completed work,
+        and the rank a dump signal came from (``this local rank`` or ``rank N``)."""
+        w = self.watchdog
+        m = _WD_TIMEOUT.search(message)
+        if m and "ran_for_ms" not in w:
+            body = m.group("work")
+            for key, rx in _WD_FIELDS:
+                f = rx.search(body)
+                if f:
+                    w[key] = int(f.group(1)) if f.group(1).lstrip("-").isdigit() else f.group(1)
+            w["ran_for_ms"] = int(m.group("ran"))
+            r = _WD_RANK.search(message)
+            if r:
+                w["rank"] = int(r.group(1))
+        m = _WD_SEQS.search(message)
+        if m and "last_enqueued" not in w:
+            w["last_enqueued"], w["last_completed"] = int(m.group(1)), int(m.group(2))
+        m = _WD_DUMP.search(message)
+        if m and "dump_from" not in w:
+            w["dump_from"] = "this local rank" if m.group(1).startswith("this") else int(m.group(2))
+        m = _WD_AT.search(message)
+        if m and "seq" not in w:
+            w["seq"] = int(m.group(1))
+
+    def _watchdog_fired(self, line: Line) -> None:
+        """The first watchdog line with a time: the collective it reports started ``ran for``
+        before it. A failure line printed then (within a tenth of the wait, at least 30 s) is
+        the first sign of what hung, and is preferred to the timeouts and their knock-ons."""
+        at = _seconds(_timestamp(line.context))
+        if at is None:
+            return
+        ran = self.watchdog["ran_for_ms"] / 1000.0
+        self._hang_start = start = at - ran
+        window = max(30.0, ran / 10)
+        b = self.best
+        if b is not None and b.cls < 2.9:
+            return
+        for secs, earlier, kind in self._timed:
+            gap = abs((secs - start + 43200) % 86400 - 43200)  # time of day, across midnight
+            if gap <= window and earlier.seq < line.seq:
+                if b is not None:
+                    self._group(b.line, b.kind)
+                self.best = Candidate(2.9, earlier, (2.9, earlier.seq), "before_timeout")
+                self.watchdog["started_near_line"] = {"file": earlier.file, "line_number": earlier.number}
+                self._ungroup(earlier)
+                return
+
+    def _ungroup(self, line: Line) -> None:
+        """Take a line that was folded into the cascade back out (it became the root cause)."""
+        a = line.answer
+        gkey = a.get("pattern_id") or ("template:" + (a.get("_template") or line.text[:80]))
+        g = self.groups.get(gkey)
+        if g is None:
+            return
+        g.count -= 1
+        if g.count <= 0:
+            del self.groups[gkey]
+        elif line.text in g.samples:
+            g.samples.remove(line.text)
+
     def _gpus_out(self) -> dict | None:
         """GPUs the log shows: devices seen in NCCL's per-line ``[dev]`` prefix (per host), the
         model names it prints, the capacity an OOM line states."""
@@ -598,6 +704,14 @@ class Triage:
             en.append("No entry marks an earlier line as a root cause; this is the first error line (or a line"
                       " recognised only by similar wording), so read it and the lines around it.")
             zh.append("之前没有被条目标为根因的行；这是第一条错误日志（或仅凭相似措辞识别出的行），请结合它前后的日志判断。")
+        elif b.cls == 2.9:
+            w = self.watchdog
+            secs = round(w["ran_for_ms"] / 1000)
+            en.append(f"The watchdog reports a collective that ran for {secs} s before timing out; this line was"
+                      " printed about that long before the watchdog fired, when the collective started, so it is"
+                      " the first sign of what hung.")
+            zh.append(f"watchdog 报告某个集合通信运行了 {secs} 秒后超时；这一行大约正是在 watchdog 触发前这么久打印的，"
+                      "即该集合通信开始的时刻，所以它是卡住原因的最早迹象。")
         elif b.cls == 3.5:
             en.append("A worker exited with an error code and no traceback of its own is in this log: its own"
                       " output or error file holds the cause.")
@@ -736,7 +850,8 @@ _UNKNOWN_HINT = (  # matters for lines no entry knows: error words, exception li
 )
 _FACTS_HINT = (
     r"[NR]CCL version|DeepSpeed info|DeepSpeed version|\btorch(?:\s+version|==|\s*:)|world[_ ]size|WORLD_SIZE|"
-    r"\bn[Rr]anks\b|exitcode|srun: error|NVIDIA |Instinct|\bMI[23]\d\d|total capacity"
+    r"\bn[Rr]anks\b|exitcode|srun: error|NVIDIA |Instinct|\bMI[23]\d\d|total capacity|"
+    r"ollective operation timeout|dump signal|NCCL work|last enqueued|failure detected by watchdog"
 )
 SKIP, PROGRESS_ONLY, UNKNOWN_ONLY, FEED = 0, 1, 2, 3
 ANY_HIT, UNKNOWN_HIT, FACTS_HIT = 1, 2, 4

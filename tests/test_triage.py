@@ -327,3 +327,55 @@ def test_gpu_facts_from_device_prefixes_model_names_and_an_oom_line():
     assert gpus["capacity"] == "79.15 GiB"
     assert r["facts"]["world_size"] == 4
     assert _run([("[rank0]: step 1 loss 2.0", "progress.step", "progress", "info")])["facts"]["gpus"] is None
+
+
+WATCHDOG = ("[rank0]:[E1201 10:11:12.123456789 ProcessGroupNCCL.cpp:1234] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=183211, OpType=ALLREDUCE, NumelIn=1, "
+            "NumelOut=1, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.")
+
+
+def test_watchdog_lines_are_parsed_into_facts():
+    r = _run([
+        (WATCHDOG, "pgnccl.watchdog_timeout", "root_cause", "error"),
+        ("[rank0]:[E1201 10:11:12.2 ProcessGroupNCCL.cpp:1] [PG ID 0 PG GUID 0(default_pg) Rank 0] Timeout at NCCL "
+         "work: 183211, last enqueued NCCL work: 183211, last completed NCCL work: 183210.", "pgnccl.timeout_at", "cascade", "error"),
+        ("[rank6]:[E1201 10:11:13.1 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank 6] Received a dump "
+         "signal due to a collective timeout from  rank 7 and we will try our best to dump the debug info. Last "
+         "enqueued NCCL work: 56116, last completed NCCL work: 56116.", "pgnccl.dump", "cascade", "error"),
+    ])
+    w = r["facts"]["watchdog"]
+    assert (w["seq"], w["op_type"], w["timeout_ms"], w["ran_for_ms"], w["rank"]) == (183211, "ALLREDUCE", 600000, 600061, 0)
+    assert (w["last_enqueued"], w["last_completed"]) == (183211, 183210)  # the first report wins
+    assert w["dump_from"] == 7
+    local = _run([("[rank0]:[E709 17:05:38.4 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+                   "Received a dump signal due to a collective timeout from this local rank and we will try our best "
+                   "to dump the debug info. Last enqueued NCCL work: 20589, last completed NCCL work: 20584.",
+                   "pgnccl.dump", "cascade", "error")])
+    assert local["facts"]["watchdog"]["dump_from"] == "this local rank"
+
+
+def test_a_failure_printed_about_the_timeout_before_the_watchdog_is_preferred():
+    rows = [
+        ("[rank1]:[W1201 10:01:11.900000 socket.cpp:1] [c10d] sendBytes failed on SocketImpl(fd=9): Broken pipe",
+         "c10d.send_failed", "cascade", "error"),
+        ("[rank0]:[I1201 10:05:00.000000 train.py:1] step 200 loss 1.9", "progress.step", "progress", "info"),
+        ("[rank1]:[W1201 10:10:50.000000 socket.cpp:1] [c10d] recvValue failed: Connection reset by peer",
+         "c10d.recv_failed", "cascade", "error"),
+        (WATCHDOG, "pgnccl.watchdog_timeout", "root_cause", "error"),
+        ("[rank0]:[E1201 10:11:13 ProcessGroupNCCL.cpp:1] Some NCCL operations have failed or timed out.",
+         "pgnccl.some_failed", "wrapper", "error"),
+    ]
+    r = _run(rows)
+    root = r["root_cause"]
+    assert root["line_number"] == 1 and root["kind"] == "before_timeout"
+    assert "600 s" in root["why"]["en"] and "600 秒" in root["why"]["zh"]
+    assert r["facts"]["watchdog"]["started_near_line"]["line_number"] == 1
+    assert all(1 != g["first_line"] or g["count"] for g in r["cascade"])
+    assert sum(g["count"] for g in r["cascade"]) == 3  # the later reset, the timeout, the wrapper
+    # nothing near the hang's start: the watchdog stays the verdict's best evidence
+    far = _run([rows[1], rows[2], rows[3]])
+    assert far["root_cause"]["kind"] == "timeout"
+    # a root-cause entry still beats the timing rule
+    oom = _run([("[rank1]:[E1201 10:08:00.0 x.py:1] torch.OutOfMemoryError: CUDA out of memory.", "cuda.oom",
+                 "root_cause", "error")] + rows)
+    assert oom["root_cause"]["line_number"] == 1 and oom["root_cause"]["kind"] == "root_cause"
