@@ -891,16 +891,14 @@ def suspicious(answer: dict, text: str, context: dict) -> bool:
 
 class TriageStream:
     """Triage sources through the batch engine: each distinct line shape is answered once
-    (regex, catalogue and, for unknown templates, the embedding tier), and only the lines that
-    can change the verdict are read in full by ``Triage.feed``; the rest are counted with their
-    rank and host (and facts, where a fact's words occur). One pass, memory bounded by the
-    engine's caches, not by the log.
+    (regex and catalogue; the embedding tier only for ``suspicious`` unknown templates), and
+    only the lines that can change the verdict are read in full by ``Triage.feed``; the rest are
+    counted with their rank, host and GPU (and facts, where a fact's words occur). One pass,
+    memory bounded by the engine's caches, not by the log.
     """
 
     def __init__(self, explainer, semantic: bool = True, engine=None) -> None:
         """``engine``: a batch ``Engine`` of the same explainer to reuse (its caches carry over)."""
-        import re2
-
         from service.batch.engine import Engine
 
         if engine is None:
