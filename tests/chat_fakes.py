@@ -251,3 +251,13 @@ def post(url: str, body: bytes, headers: dict[str, str] | None = None, timeout: 
             return response.status, response.read(), time.monotonic() - start
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read(), time.monotonic() - start
+
+
+def slack_texts(blocks: list[dict]) -> list[str]:
+    """Every text a Slack reply shows, block by block (section text, then context elements)."""
+    out = []
+    for block in blocks:
+        if "text" in block:
+            out.append(block["text"]["text"])
+        out += [e["text"] for e in block.get("elements", []) if isinstance(e.get("text"), str)]
+    return out

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from chat_fakes import SEED_AFFINITY, SEED_CDB, SEED_FLUSHES, SEED_IB, UNRELATED
+from chat_fakes import SEED_AFFINITY, SEED_CDB, SEED_FLUSHES, SEED_IB, UNRELATED, slack_texts
 from service.chat.answers import Answerer
 from service.chat.blocks import fallback_text, reply_blocks
 from service.chat.cards import reply_card
@@ -224,15 +224,6 @@ def _explain_paste(answerer, text: str):
     return answerer.explain(request.lines, "slack", request.skipped, indented=request.pasted)
 
 
-def _slack_texts(blocks: list[dict]) -> list[str]:
-    out = []
-    for block in blocks:
-        if "text" in block:
-            out.append(block["text"]["text"])
-        out += [e["text"] for e in block.get("elements", []) if isinstance(e.get("text"), str)]
-    return out
-
-
 def test_a_pasted_log_opens_with_its_root_cause_and_the_cascade_folded(answerer):
     text, label = triage_case("case_01")  # local_rank 4 SIGKILLed; 8 SIGTERM lines printed before it
     root_line = next(line for line in text.splitlines() if label["root_cause"] in line)
@@ -245,7 +236,7 @@ def test_a_pasted_log_opens_with_its_root_cause_and_the_cascade_folded(answerer)
     for lang, heading, why, cascade_head in (
             ("en", f"Root cause: {root['title']['en']}", "*Why this line*", f"*Cascade: {n} knock-on line(s) in {len(cascade)} group(s)*"),
             ("zh", f"根因：{root['title']['zh']}", "*判断依据*", f"*连带报错：{len(cascade)} 组，共 {n} 行*")):
-        texts = _slack_texts(reply_blocks(answerer, reply, lang))
+        texts = slack_texts(reply_blocks(answerer, reply, lang))
         assert texts[0] == f":dart: *{heading}*"
         assert texts[1] == f"`{root_line}`"
         assert texts[2] == f"{why}\n{root['why'][lang]}"
@@ -285,7 +276,7 @@ def test_three_lines_or_fewer_get_no_root_cause_section(answerer):
     reply = answerer.explain(lines, "slack")
     assert reply.triage is None and answerer.reload(reply.id).triage is None
     for lang in ("en", "zh"):
-        texts = _slack_texts(reply_blocks(answerer, reply, lang))
+        texts = slack_texts(reply_blocks(answerer, reply, lang))
         assert texts[0].startswith("*Explained 3 lines" if lang == "en" else "*共解释 3 行")
         shown = json.dumps(reply_blocks(answerer, reply, lang), ensure_ascii=False) + json.dumps(reply_card(answerer, reply, lang), ensure_ascii=False)
         for word in (":dart:", "🎯", "Root cause", "根因", "Cascade", "连带报错", "No failure found", "未发现故障"):

@@ -19,7 +19,7 @@ import pytest
 
 from chat_fakes import (
     SEED_AFFINITY, SEED_CDB, SEED_FLUSHES, SEED_IB, UNRELATED,
-    CountingExplainer, FakeChatApis, ServerThread, post, slack_headers,
+    CountingExplainer, FakeChatApis, ServerThread, post, slack_headers, slack_texts,
 )
 from indexer.texts import decode_value
 from service.chat.answers import Answerer
@@ -497,15 +497,6 @@ def _triage_log(name: str) -> str:
     return (TRIAGE_DATA / f"{name}.log").read_text(encoding="utf-8")
 
 
-def _texts(blocks: list[dict]) -> list[str]:
-    out = []
-    for block in blocks:
-        if "text" in block:
-            out.append(block["text"]["text"])
-        out += [e["text"] for e in block.get("elements", []) if isinstance(e.get("text"), str)]
-    return out
-
-
 def _verdict(explainer, text: str) -> dict:
     from service.triage import triage_lines
 
@@ -530,7 +521,7 @@ def test_a_pasted_log_is_answered_root_cause_first_with_the_cascade_folded(slack
     call = slack.fake.recorder.wait_for(lambda c: c.path == "/api/chat.postMessage")
     assert call.json["text"].startswith(f"Root cause: {root['title']['en']} — Explained 14 lines")
     blocks = call.json["blocks"]
-    texts = _texts(blocks)
+    texts = slack_texts(blocks)
     assert texts[0] == f":dart: *Root cause: {root['title']['en']}*"
     assert texts[1] == f"`{lines[8]}`"
     assert texts[2] == f"*Why this line*\n{root['why']['en']}"
@@ -553,7 +544,7 @@ def test_a_pasted_traceback_in_chinese_names_its_exception(slack, explainer):
     assert verdict["root_cause"]["line"].startswith("FileNotFoundError: [Errno 2] No such file or directory")
     slack.send(slash(slack, "--zh\n```\n" + text + "```", rid="tb"))
     blocks = slack.fake.recorder.wait_for(lambda c: c.path == "/response/tb").json["blocks"]
-    texts = _texts(blocks)
+    texts = slack_texts(blocks)
     assert texts[0] == f":dart: *根因：{slack_escape(verdict['root_cause']['title']['zh'])}*"
     assert texts[1] == "`" + slack_escape(verdict["root_cause"]["line"]) + "`"
     assert texts[2] == f"*判断依据*\n{verdict['root_cause']['why']['zh']}"
