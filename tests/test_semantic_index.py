@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -61,7 +62,7 @@ def test_build_writes_plain_data_with_a_stamp(small_kb, tmp_path, encoder):
     meta = build_index(load_kb(small_kb), small_kb, index_dir, encoder)
     assert sorted(p.name for p in index_dir.iterdir()) == ["items.json", "meta.json", "vectors.npy"]
     stamp = read_stamp(index_dir)
-    assert stamp["kb_digest"] == load_kb(small_kb).digest and stamp["model_name"] == "all-MiniLM-L6-v2"
+    assert stamp["kb_digest"] == load_kb(small_kb).digest and stamp["model_name"] == "all-MiniLM-L6-v2-f16"
     assert stamp["calibration"]["report"]["n"] > 0 and len(stamp["calibration"]["weights"]) == 4
     assert meta["n_entries"] == 2
     loaded = SemanticIndex.load(index_dir)
@@ -132,3 +133,28 @@ def test_semantic_answers_are_cached_by_template(small_kb, tmp_path, encoder):
     assert len(answers) == 50 and calls == [1]  # 50 lines, one template, one encode of one text
     explainer.explain_many(lines[:3])
     assert calls == [1]
+
+
+def test_the_numpy_search_finds_what_faiss_finds(index_dir):
+    """faiss (the optional backend, EXPLAINLOG_SEARCH=faiss) and the default numpy search: the
+    same neighbours; rows may differ only where two vectors score the same."""
+    import faiss
+
+    from indexer.semantic_index import NumpyFlatIP
+
+    vectors = np.load(index_dir / "vectors.npy")
+    rng = np.random.default_rng(0)
+    queries = vectors[::41][:250] + rng.standard_normal((250, vectors.shape[1])).astype(np.float32) * 0.05
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    reference = faiss.IndexFlatIP(vectors.shape[1])
+    reference.add(vectors)
+    f_sims, f_idx = reference.search(queries, 20)
+    n_sims, n_idx = NumpyFlatIP(vectors).search(queries, 20)
+    np.testing.assert_allclose(n_sims, f_sims, rtol=0, atol=1e-5)
+    for row in range(len(queries)):
+        for a, b in zip(f_idx[row], n_idx[row]):
+            if a != b:  # a tie: both rows score the same against this query
+                assert abs(float(vectors[a] @ queries[row]) - float(vectors[b] @ queries[row])) < 1e-5
+    # Asking for more than there is pads with -1, as faiss does.
+    sims, idx = NumpyFlatIP(vectors[:3]).search(queries[:2], 5)
+    assert (idx[:, 3:] == -1).all() and sorted(idx[0, :3]) == [0, 1, 2]

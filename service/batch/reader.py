@@ -291,7 +291,15 @@ class SourceReader:
                 self.problems.append(Problem(name, 0, "empty", "empty input: no lines", False))
                 return
             self.compression = detect_compression(first)
-            decompressor = _Decompressor(self.compression) if self.compression else None
+            try:
+                decompressor = _Decompressor(self.compression) if self.compression else None
+            except ImportError:
+                self.problems.append(
+                    Problem(name, 0, "unreadable",
+                            "zstd-compressed, and the zstandard package is not installed "
+                            "(pip install 'explainlog[batch]' or zstandard); nothing was read", True)
+                )
+                return
 
             def decoded() -> Iterator[bytes]:
                 for block in _chain(first, blocks):

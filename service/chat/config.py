@@ -92,7 +92,7 @@ class FeishuSettings:
 def default_store_path() -> Path:
     """Where answers, feedback and language choices live unless ``EXPLAINLOG_CHAT_DB`` says otherwise."""
     raw = os.environ.get("EXPLAINLOG_CHAT_DB")
-    return Path(raw) if raw else paths.REPO_ROOT / "build" / "chat.sqlite3"
+    return Path(raw) if raw else paths.state_dir() / "chat.sqlite3"
 
 
 @dataclass(frozen=True)
