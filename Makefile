@@ -19,6 +19,7 @@ install: $(BIN)/python
 
 run: install
 	$(BIN)/explainlog kb check
+	$(BIN)/explainlog index build --if-needed
 	$(BIN)/explainlog explain --lang both --file samples/seed_training.log
 
 test: install

@@ -46,15 +46,23 @@ def state_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "explainlog"
 
 
-def index_dir(model: str | None = None) -> Path:
-    """One default index per model, so comparing models with ``eval`` rebuilds nothing twice."""
+def index_dir(model: str | None = None, kb_digest: str | None = None) -> Path:
+    """The default index of a model and a KB: ``<home>/index/<model>/<KB digest>``.
+
+    Keyed by both, so a run with ``--kb`` elsewhere, or with another model, builds its own
+    index beside the default one instead of replacing what a running server reads.
+    ``EXPLAINLOG_INDEX`` names one directory for everything (its stamp is still checked)."""
     configured = os.environ.get("EXPLAINLOG_INDEX")
     if configured:
         return Path(configured)
     if model is None:
         model = model_name(model_path())
+    if kb_digest is None:
+        from indexer.kb_loader import kb_digest as digest_of  # the KB's files, not its parse
+
+        kb_digest = digest_of(kb_dir())
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_")[-80:]
-    return state_dir() / "index" / slug
+    return state_dir() / "index" / slug / kb_digest[:16]
 
 
 def cache_dir() -> Path:

@@ -8,6 +8,7 @@ KB digest and model name: an index built from another KB or model is refused, ne
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -15,7 +16,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -25,13 +26,30 @@ from indexer.kb_loader import KnowledgeBase
 from indexer.normalize import mask_message, normalize_line
 from indexer.patterns import PatternSet
 
-FORMAT_VERSION = 2
+# 3: CHECKSUMS (sha256 of every file, meta.json included) written last and verified on load.
+FORMAT_VERSION = 3
+CHECKSUMS = "CHECKSUMS"
 NEIGHBOURS = 32
 CALIBRATION_DIR = "calibration"
 
 
 class IndexError_(RuntimeError):
-    """The index cannot be used: missing, corrupt, or built from another KB or model."""
+    """The index cannot be used: missing, corrupt, or built from another KB or model.
+
+    ``reason`` says why without naming the directory (what an HTTP client may see);
+    ``str()`` adds the directory for the operator."""
+
+    def __init__(self, reason: str, index_dir: Path | None = None) -> None:
+        super().__init__(f"index at {index_dir}: {reason}" if index_dir else reason)
+        self.reason = reason
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 UNRELATED = "unrelated"
@@ -180,21 +198,66 @@ class SemanticIndex:
 
     @classmethod
     def load(cls, index_dir: Path) -> "SemanticIndex":
+        """Load and verify: every file's checksum, the shapes, finite unit-length vectors.
+
+        Raises ``IndexError_`` for anything else, so a damaged index (a 0-byte or truncated
+        file, shuffled or NaN vectors, hand-edited calibration weights) is rebuilt or
+        refused, never used."""
         index_dir = Path(index_dir)
         try:
+            sums = json.loads((index_dir / CHECKSUMS).read_text(encoding="utf-8"))
+            if not isinstance(sums, dict) or sorted(sums) != ["items.json", "meta.json", "vectors.npy"]:
+                raise IndexError_(f"{CHECKSUMS} does not list the index's three files", index_dir)
+            for name, expected in sums.items():
+                if _sha256(index_dir / name) != expected:
+                    raise IndexError_(f"{name} does not match its checksum: the index is corrupt", index_dir)
             meta = json.loads((index_dir / "meta.json").read_text(encoding="utf-8"))
             raw_items = json.loads((index_dir / "items.json").read_text(encoding="utf-8"))
             vectors = np.load(index_dir / "vectors.npy", allow_pickle=False)
         except FileNotFoundError as exc:
-            raise IndexError_(f"no index at {index_dir} (run 'explainlog index build')") from exc
-        except (ValueError, OSError) as exc:
-            raise IndexError_(f"index at {index_dir} is unreadable: {exc}") from exc
+            raise IndexError_(f"no complete index (missing {Path(exc.filename or '?').name}); run 'explainlog index build'", index_dir) from exc
+        except (ValueError, OSError, TypeError) as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise IndexError_(f"the index is unreadable: {detail}", index_dir) from exc
         if meta.get("format_version") != FORMAT_VERSION:
-            raise IndexError_(f"index at {index_dir} has format {meta.get('format_version')}, expected {FORMAT_VERSION}")
-        items = [IndexItem(**item) for item in raw_items]
-        if vectors.shape[0] != len(items):
-            raise IndexError_(f"index at {index_dir} is corrupt: {vectors.shape[0]} vectors for {len(items)} items")
+            raise IndexError_(f"index format {meta.get('format_version')}, expected {FORMAT_VERSION}", index_dir)
+        try:
+            items = [IndexItem(**item) for item in raw_items]
+        except TypeError as exc:
+            raise IndexError_(f"the index is corrupt: {exc}", index_dir) from exc
+        if vectors.ndim != 2 or vectors.shape != (len(items), meta.get("dim")) or vectors.dtype != np.float32:
+            raise IndexError_(f"the index is corrupt: vectors {vectors.shape} {vectors.dtype} for {len(items)} items", index_dir)
+        if not np.isfinite(vectors).all() or not np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3):
+            raise IndexError_("the index is corrupt: vectors that are not finite unit vectors", index_dir)
         return cls(meta, items, vectors)
+
+
+def prune_older_builds(index_dir: Path, keep: int = 3) -> None:
+    """Under a default, KB-keyed directory (``<model>/<digest>``), drop all but the ``keep``
+    newest sibling indexes, so editing the KB does not pile up indexes. A server that loaded
+    one of them holds it in memory and is not affected."""
+    siblings = [p for p in Path(index_dir).parent.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    siblings.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in siblings[keep:]:
+        if old != Path(index_dir) and (old / "meta.json").is_file():
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def spot_check(index: SemanticIndex, encoder: Encoder, samples: int = 16) -> None:
+    """Re-embed a few items spread over the index and compare with the stored vectors.
+
+    Checksums catch damage, not a consistent forgery (rows shuffled and CHECKSUMS rewritten);
+    this does, for the price of one small batch (~50 ms) when the semantic tier first loads."""
+    if not len(index.items):
+        return
+    rows = sorted({int(i) for i in np.linspace(0, len(index.items) - 1, num=min(samples, len(index.items)))})
+    fresh = encoder.encode([index.items[i].text for i in rows])
+    agreement = (fresh * index.vectors[rows]).sum(axis=1)
+    if float(agreement.min()) < 0.999:
+        raise IndexError_(
+            f"the index is corrupt: stored vectors do not match their texts "
+            f"({int((agreement < 0.999).sum())} of {len(rows)} checked)"
+        )
 
 
 def read_stamp(index_dir: Path) -> dict | None:
@@ -271,12 +334,23 @@ def _fit_calibration(
     return Calibrator(weights=tuple(float(w) for w in weights)), report
 
 
-def build_index(kb: KnowledgeBase, kb_dir: Path, index_dir: Path, encoder: Encoder) -> dict:
-    """Embed the KB, fit calibration, and atomically replace ``index_dir``."""
+def build_index(
+    kb: KnowledgeBase, kb_dir: Path, index_dir: Path, encoder: Encoder,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """Embed the KB, fit calibration, and atomically replace ``index_dir`` (built beside it,
+    then switched: a server that loaded the old one keeps its copy in memory).
+
+    ``progress(done, total)`` is called as the texts are embedded, in chunks of 512."""
     started = time.time()
     items = index_items(kb, _calibration_lines(Path(kb_dir)))
     texts = sorted({item.text for item in items})
-    by_text = dict(zip(texts, encoder.encode(texts)))
+    chunks = []
+    for start in range(0, len(texts), 512):
+        chunks.append(encoder.encode(texts[start : start + 512]))
+        if progress:
+            progress(min(start + 512, len(texts)), len(texts))
+    by_text = dict(zip(texts, np.concatenate(chunks) if chunks else np.zeros((0, 0), np.float32)))
     vectors = np.stack([by_text[item.text] for item in items])
     meta = {
         "format_version": FORMAT_VERSION,
@@ -304,8 +378,10 @@ def _write_atomically(index_dir: Path, meta: dict, items: Iterable[IndexItem], v
         (staging / "items.json").write_text(
             json.dumps([asdict(i) for i in items], ensure_ascii=False), encoding="utf-8"
         )
-        # meta.json last: a directory with meta.json is complete.
         (staging / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+        # CHECKSUMS last: a directory with it is complete, and load() verifies every file.
+        sums = {name: _sha256(staging / name) for name in ("items.json", "meta.json", "vectors.npy")}
+        (staging / CHECKSUMS).write_text(json.dumps(sums, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         if index_dir.exists():
             retired = Path(tempfile.mkdtemp(prefix=".old-index-", dir=index_dir.parent))
             os.replace(index_dir, retired / "index")

@@ -189,15 +189,27 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 def _cmd_index_build(args: argparse.Namespace) -> int:
     from indexer.encoder import default_encoder
     from indexer.kb_loader import load_kb
-    from indexer.semantic_index import build_index
+    from indexer.semantic_index import (
+        IndexError_, SemanticIndex, build_index, prune_older_builds, read_stamp, spot_check, stamp_problem,
+    )
 
     kb = load_kb(Path(args.kb))
     if kb.findings:
         print(f"index build: the KB has problems; run 'explainlog kb check' ({kb.findings[0]})", file=sys.stderr)
         return 1
     encoder = default_encoder(args.model)
-    index_dir = Path(args.index or paths.index_dir(encoder.name))
-    meta = build_index(kb, Path(args.kb), index_dir, encoder)
+    index_dir = Path(args.index or paths.index_dir(encoder.name, kb.digest))
+    if getattr(args, "if_needed", False) and stamp_problem(read_stamp(index_dir), kb.digest, encoder.name) is None:
+        try:
+            spot_check(SemanticIndex.load(index_dir), encoder)
+        except IndexError_ as exc:
+            print(f"index build: {exc.reason}; rebuilding", file=sys.stderr)
+        else:
+            print(f"index build: up to date -> {index_dir}")
+            return 0
+    meta = build_index(kb, Path(args.kb), index_dir, encoder, progress=_progress_bar("index build: embedding"))
+    if not args.index and "EXPLAINLOG_INDEX" not in os.environ:
+        prune_older_builds(index_dir)
     report = meta["calibration"]["report"]
     print(
         f"index build: {meta['n_items']} vectors for {meta['n_entries']} entries, model {meta['model_name']}, "
@@ -209,13 +221,34 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress_bar(label: str):
+    """A progress callback for stderr: a redrawn bar on a terminal, a line per quarter otherwise."""
+    tty = sys.stderr.isatty()
+    shown = {"quarter": -1}
+
+    def report(done: int, total: int) -> None:
+        if total <= 0:
+            return
+        if tty:
+            width = 30
+            filled = width * done // total
+            end = "\n" if done >= total else ""
+            print(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} texts", end=end,
+                  file=sys.stderr, flush=True)
+        elif 4 * done // total > shown["quarter"]:
+            shown["quarter"] = 4 * done // total
+            print(f"{label} {done}/{total} texts", file=sys.stderr, flush=True)
+
+    return report
+
+
 def _cmd_index_status(args: argparse.Namespace) -> int:
     from indexer.kb_loader import load_kb
     from indexer.semantic_index import read_stamp, stamp_problem
 
     kb = load_kb(Path(args.kb))
     name = paths.model_name(args.model or paths.model_path())
-    index_dir = Path(args.index or paths.index_dir(name))
+    index_dir = Path(args.index or paths.index_dir(name, kb.digest))
     problem = stamp_problem(read_stamp(index_dir), kb.digest, name)
     print(f"index {index_dir}: {problem or 'up to date'}")
     return 1 if problem else 0
@@ -333,7 +366,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     index = sub.add_parser("index", help="semantic index tools")
     index_sub = index.add_subparsers(dest="index_command", required=True)
-    index_sub.add_parser("build", help="embed the KB and fit confidence calibration").set_defaults(func=_cmd_index_build)
+    ib = index_sub.add_parser("build", help="embed the KB and fit confidence calibration")
+    ib.add_argument("--if-needed", action="store_true",
+                    help="do nothing when the index matches the KB and model and verifies (make run uses it)")
+    ib.set_defaults(func=_cmd_index_build)
     index_sub.add_parser("status", help="say whether the index matches the KB and model").set_defaults(func=_cmd_index_status)
 
     ev = sub.add_parser("eval", help="score a labelled JSONL set: accuracy, abstention, calibration")

@@ -9,6 +9,7 @@ by masked template: a training log repeats a few hundred templates a million tim
 from __future__ import annotations
 
 import re
+import os
 import sys
 import threading
 from collections import OrderedDict
@@ -26,11 +27,14 @@ from indexer.normalize import NormalizedLine, mask_message, normalize_line
 from indexer.patterns import PatternSet
 from indexer.schema import PatternEntry
 from indexer.semantic_index import (
+    IndexError_,
     Neighbours,
     SemanticIndex,
     build_index,
     embedding_text,
+    prune_older_builds,
     read_stamp,
+    spot_check,
     stamp_problem,
 )
 from indexer.texts import field_values, fill_bilingual
@@ -58,7 +62,13 @@ def _wordy(message: str) -> bool:
 
 
 class IndexUnavailable(RuntimeError):
-    """The semantic index is stale or missing and the policy forbids rebuilding it."""
+    """The semantic index is stale, missing or corrupt and the policy forbids rebuilding it.
+
+    ``reason`` leaves out the directory (HTTP clients see it); ``str()`` names it."""
+
+    def __init__(self, reason: str, index_dir: Path | None = None) -> None:
+        super().__init__(f"semantic index at {index_dir} is unusable: {reason}" if index_dir else reason)
+        self.reason = reason
 
 
 class Explainer:
@@ -103,7 +113,7 @@ class Explainer:
     # ---- semantic tier plumbing -------------------------------------------------------------
     @property
     def index_dir(self) -> Path:
-        return self._index_dir or paths.index_dir(self.encoder.name)
+        return self._index_dir or paths.index_dir(self.encoder.name, self.kb.digest)
 
     @property
     def encoder(self) -> Encoder:
@@ -112,23 +122,34 @@ class Explainer:
         return self._encoder
 
     def index(self) -> SemanticIndex:
-        """Load (or, by policy, rebuild) the index that matches this KB and model."""
+        """Load (or, by policy, rebuild) the index that matches this KB and model.
+
+        A stale index (other KB, model or format) and a damaged one (``SemanticIndex.load``
+        verifies checksums and vectors) are treated alike: rebuilt under ``rebuild``,
+        ``IndexUnavailable`` under ``refuse``. Never used."""
         with self._lock:
             if self._index is None:
-                problem = stamp_problem(read_stamp(self.index_dir), self.kb.digest, self.encoder.name)
-                if problem:
+                index_dir = self.index_dir
+                problem = stamp_problem(read_stamp(index_dir), self.kb.digest, self.encoder.name)
+                if problem is None:
+                    try:
+                        loaded = SemanticIndex.load(index_dir)
+                        spot_check(loaded, self.encoder)
+                        self._index = loaded
+                    except IndexError_ as exc:
+                        problem = exc.reason
+                if self._index is None:
                     if self.index_policy != "rebuild":
-                        raise IndexUnavailable(
-                            f"semantic index at {self.index_dir} is unusable: {problem}; "
-                            f"run 'explainlog index build'"
-                        )
-                    self._log(f"explainlog: {problem}; building the semantic index at {self.index_dir} ...")
-                    build_index(self.kb, self.kb_dir, self.index_dir, self.encoder)
-                self._index = SemanticIndex.load(self.index_dir)
+                        raise IndexUnavailable(f"{problem}; run 'explainlog index build'", index_dir)
+                    self._log(f"explainlog: {problem}; building the semantic index at {index_dir} ...")
+                    build_index(self.kb, self.kb_dir, index_dir, self.encoder)
+                    if self._index_dir is None and "EXPLAINLOG_INDEX" not in os.environ:
+                        prune_older_builds(index_dir)
+                    self._index = SemanticIndex.load(index_dir)
                 problem = stamp_problem(self._index.meta, self.kb.digest, self.encoder.name)
                 if problem:
                     self._index = None
-                    raise IndexUnavailable(f"semantic index at {self.index_dir} is unusable: {problem}")
+                    raise IndexUnavailable(problem, index_dir)
             return self._index
 
     def warm_up(self) -> None:

@@ -136,6 +136,26 @@ def test_readyz_is_503_when_the_index_cannot_be_loaded(explainer, kb_dir, tmp_pa
         assert httpx.post(f"{running.url}/v1/explain", json={"lines": [CDB_LINE]}).status_code == 200
         refused = httpx.post(f"{running.url}/v1/explain", json={"lines": [UNRELATED_LINE]})
         assert refused.status_code == 503 and "index build" in refused.json()["detail"]
+        # Clients are not told where the server keeps its files.
+        for text in (json.dumps(report), refused.text):
+            assert str(tmp_path) not in text and str(kb_dir) not in text
+
+
+def test_a_zero_byte_index_file_is_a_503_json_with_a_reason_and_no_path(explainer, index_dir, kb_dir, tmp_path):
+    damaged = tmp_path / "index"
+    shutil.copytree(index_dir, damaged)
+    (damaged / "vectors.npy").write_bytes(b"")
+    server_side = Explainer(kb_dir=kb_dir, index_dir=damaged, index_policy="refuse", encoder=explainer.encoder)
+    with serve(server_side) as running:
+        for _ in range(200):
+            response = httpx.get(f"{running.url}/readyz")
+            if response.json()["problem"] != "the semantic index is still loading":
+                break
+        assert response.status_code == 503 and response.headers["content-type"].startswith("application/json")
+        assert "checksum" in response.json()["problem"] and str(tmp_path) not in response.text
+        refused = httpx.post(f"{running.url}/v1/explain", json={"lines": [UNRELATED_LINE]})
+        assert refused.status_code == 503 and refused.headers["content-type"].startswith("application/json")
+        assert "corrupt" in refused.json()["detail"] and str(tmp_path) not in refused.text
 
 
 def _metric(text: str, name: str, **labels: str) -> float:

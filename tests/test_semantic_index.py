@@ -60,7 +60,7 @@ def small_kb(tmp_path) -> Path:
 def test_build_writes_plain_data_with_a_stamp(small_kb, tmp_path, encoder):
     index_dir = tmp_path / "index"
     meta = build_index(load_kb(small_kb), small_kb, index_dir, encoder)
-    assert sorted(p.name for p in index_dir.iterdir()) == ["items.json", "meta.json", "vectors.npy"]
+    assert sorted(p.name for p in index_dir.iterdir()) == ["CHECKSUMS", "items.json", "meta.json", "vectors.npy"]
     stamp = read_stamp(index_dir)
     assert stamp["kb_digest"] == load_kb(small_kb).digest and stamp["model_name"] == "all-MiniLM-L6-v2-f16"
     assert stamp["calibration"]["report"]["n"] > 0 and len(stamp["calibration"]["weights"]) == 4
@@ -105,14 +105,91 @@ def test_index_from_another_model_is_refused(small_kb, tmp_path, encoder):
         strict.explain("something the regex tier does not know")
 
 
-def test_corrupt_index_is_a_clear_error(small_kb, tmp_path, encoder):
-    index_dir = tmp_path / "index"
-    build_index(load_kb(small_kb), small_kb, index_dir, encoder)
-    (index_dir / "vectors.npy").write_bytes(b"not numpy")
+def _damage(index_dir: Path, how: str) -> None:
+    """One way an index directory goes bad on disk; ``+sums`` variants also rewrite CHECKSUMS
+    (a careful forger, or a tool that "repairs" it), so the content checks are tested too."""
+    vectors = index_dir / "vectors.npy"
+    if how == "empty vectors":
+        vectors.write_bytes(b"")
+    elif how == "truncated vectors":
+        vectors.write_bytes(vectors.read_bytes()[:-1000])
+    elif how == "not numpy":
+        vectors.write_bytes(b"not numpy")
+    elif how.startswith("shuffled vectors"):
+        v = np.load(vectors)
+        np.save(vectors, v[::-1].copy())
+    elif how.startswith("NaN vectors"):
+        v = np.load(vectors)
+        v[3] = np.nan
+        np.save(vectors, v)
+    elif how.startswith("edited calibration"):
+        meta = json.loads((index_dir / "meta.json").read_text())
+        meta["calibration"]["weights"] = [5.0, 0.0, 0.0, 0.0]
+        (index_dir / "meta.json").write_text(json.dumps(meta))
+    elif how == "no checksums":
+        (index_dir / "CHECKSUMS").unlink()
+    elif how == "items dropped":
+        items = json.loads((index_dir / "items.json").read_text())
+        (index_dir / "items.json").write_text(json.dumps(items[:-1]))
+    if how.endswith("+sums"):
+        from indexer.semantic_index import _sha256
+
+        sums = {name: _sha256(index_dir / name) for name in ("items.json", "meta.json", "vectors.npy")}
+        (index_dir / "CHECKSUMS").write_text(json.dumps(sums))
+
+
+DAMAGE = ["empty vectors", "truncated vectors", "not numpy", "shuffled vectors", "NaN vectors",
+          "NaN vectors +sums", "edited calibration", "no checksums", "items dropped"]
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+def test_a_damaged_index_is_refused_with_a_reason_or_rebuilt(small_kb, tmp_path, encoder, how):
     from indexer.semantic_index import IndexError_
 
-    with pytest.raises(IndexError_, match="unreadable"):
+    index_dir = tmp_path / "index"
+    build_index(load_kb(small_kb), small_kb, index_dir, encoder)
+    _damage(index_dir, how)
+    with pytest.raises(IndexError_) as raised:
         SemanticIndex.load(index_dir)
+    assert str(tmp_path) not in raised.value.reason
+    strict = Explainer(kb_dir=small_kb, index_dir=index_dir, index_policy="refuse", encoder=encoder)
+    with pytest.raises(IndexUnavailable) as refused:
+        strict.explain("something the regex tier does not know")
+    assert str(tmp_path) not in refused.value.reason and "index build" in refused.value.reason
+    notes: list[str] = []
+    healing = Explainer(kb_dir=small_kb, index_dir=index_dir, encoder=encoder, log=notes.append)
+    answer = healing.explain("something the regex tier does not know")
+    assert answer["candidates"] and any("building the semantic index" in n for n in notes)
+    SemanticIndex.load(index_dir)  # the rebuilt index verifies
+
+
+def test_a_consistent_forgery_is_caught_by_re_embedding_a_sample(small_kb, tmp_path, encoder):
+    """Rows shuffled and CHECKSUMS rewritten: every file checks out, every vector is a unit
+    vector; only re-embedding some items shows that the vectors belong to other texts."""
+    from indexer.semantic_index import IndexError_, spot_check
+
+    index_dir = tmp_path / "index"
+    build_index(load_kb(small_kb), small_kb, index_dir, encoder)
+    spot_check(SemanticIndex.load(index_dir), encoder)
+    _damage(index_dir, "shuffled vectors +sums")
+    forged = SemanticIndex.load(index_dir)
+    with pytest.raises(IndexError_, match="do not match their texts"):
+        spot_check(forged, encoder)
+    notes: list[str] = []
+    healing = Explainer(kb_dir=small_kb, index_dir=index_dir, encoder=encoder, log=notes.append)
+    assert healing.explain("something the regex tier does not know")["candidates"]
+    assert any("do not match their texts" in n for n in notes)
+
+
+def test_the_default_index_is_keyed_by_model_and_kb(small_kb, kb_dir, encoder, monkeypatch, tmp_path):
+    monkeypatch.delenv("EXPLAINLOG_INDEX", raising=False)
+    monkeypatch.setenv("EXPLAINLOG_HOME", str(tmp_path / "home"))
+    small = Explainer(kb_dir=small_kb, encoder=encoder)
+    real = Explainer(kb_dir=kb_dir, encoder=encoder)
+    assert small.index_dir != real.index_dir and small.index_dir.parent == real.index_dir.parent
+    assert small.index_dir.parent.name == encoder.name and small.index_dir.name == small.kb.digest[:16]
+    small.explain("something the regex tier does not know")  # builds the small KB's index only
+    assert (small.index_dir / "CHECKSUMS").is_file() and not real.index_dir.exists()
 
 
 def test_semantic_answers_are_cached_by_template(small_kb, tmp_path, encoder):
@@ -128,6 +205,8 @@ def test_semantic_answers_are_cached_by_template(small_kb, tmp_path, encoder):
             return encoder.encode(texts)
 
     explainer = Explainer(kb_dir=small_kb, index_dir=index_dir, index_policy="refuse", encoder=CountingEncoder())
+    explainer.index()  # loading re-embeds a sample of the index (spot_check): not counted here
+    calls.clear()
     lines = [f"worker {i} could not reserve 1{i}.5 GiB of device memory" for i in range(50)]
     answers = explainer.explain_many(lines)
     assert len(answers) == 50 and calls == [1]  # 50 lines, one template, one encode of one text

@@ -70,7 +70,8 @@ class Settings:
     port: int = 8000
     workers: int = 1
     kb_dir: Path = field(default_factory=paths.kb_dir)
-    index_dir: Path = field(default_factory=paths.index_dir)
+    # None: the explainer's default, keyed by the model and the digest of kb_dir.
+    index_dir: Path | None = None
     model_path: str | None = field(default_factory=_default_model)
     index_policy: str = "rebuild"
     max_body_bytes: int = 4 * MiB

@@ -7,6 +7,7 @@ regex-tier lines are explained — while ``/readyz`` says 503 until the index is
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,15 @@ from service.explainer import Explainer, IndexUnavailable
 from service.http.errors import ApiError
 from service.http.metrics import ServiceMetrics
 from service.http.settings import Settings
+
+
+def _reason(exc: BaseException) -> str:
+    """What went wrong, without the server's directories (index and model errors carry a
+    ``reason`` for this; other texts have absolute paths cut down to their last part)."""
+    reason = getattr(exc, "reason", None)
+    if reason:
+        return str(reason)
+    return re.sub(r"(?<![\w.])/(?:[^\s/'\"]+/)+([^\s/'\"]*)", r"…/\1", str(exc))
 
 
 @dataclass
@@ -45,7 +55,8 @@ class ServiceState:
         try:
             self.explainer.warm_up()
         except Exception as exc:  # noqa: BLE001 - any failure here is reported by /readyz
-            self.readiness = Readiness(loaded=False, problem=f"semantic tier unavailable: {exc}")
+            # The reason, not the message: clients are not told the server's paths.
+            self.readiness = Readiness(loaded=False, problem=f"semantic tier unavailable: {_reason(exc)}")
         else:
             self.readiness = Readiness(loaded=True, problem=None)
 
@@ -62,8 +73,6 @@ class ServiceState:
             "ready": problem is None,
             "problem": problem,
             "index_loaded": self.readiness.loaded,
-            "index_dir": str(explainer.index_dir),
-            "kb_dir": str(explainer.kb_dir),
             "kb_digest": explainer.kb.digest,
             "kb_entries": len(explainer.entries),
             "model": explainer.encoder.name,
@@ -75,6 +84,6 @@ class ServiceState:
         try:
             answers = await anyio.to_thread.run_sync(self.explainer.explain_many, lines)
         except (IndexUnavailable, IndexError_, EncoderLoadError) as exc:
-            raise ApiError(503, "semantic_tier_unavailable", f"cannot explain lines the regex tier does not know: {exc}") from exc
+            raise ApiError(503, "semantic_tier_unavailable", f"cannot explain lines the regex tier does not know: {_reason(exc)}") from exc
         self.metrics.count_answers(answers)
         return answers
