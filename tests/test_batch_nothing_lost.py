@@ -92,11 +92,20 @@ def _wait_for(path, predicate, timeout=120.0) -> None:
     raise AssertionError(f"{path} never reached the expected state")
 
 
-@pytest.mark.parametrize("fmt,jobs", [("jsonl", "1"), ("jsonl", "2"), ("html", "1"), ("html", "2"), ("commented", "1"), ("commented", "2")])
-def test_ctrl_c_leaves_a_valid_truncated_output(kb_dir, index_dir, tmp_path, fmt, jobs):
-    """SIGINT while lines are still arriving on stdin: exit 130 and a complete, valid file
-    (with -j 2, workers write JSONL themselves: still whole records, no gap in line numbers)."""
-    out = tmp_path / f"out.{fmt}"
+def _temp_of(out: Path) -> Path:
+    """The file a run into ``out`` writes until it completes (service.batch.output)."""
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        found = list(out.parent.glob(f".{out.name}.explainlog-*.tmp"))
+        if found:
+            return found[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no temporary file beside {out}")
+
+
+def _annotate_stdin(kb_dir, index_dir, out: Path, fmt: str, jobs: str) -> subprocess.Popen:
+    """A run reading stdin that cannot finish while stdin stays open: the signal always comes
+    in the middle, however fast or slow the machine."""
     cmd = [sys.executable, "-m", "service.cli", "--kb", str(kb_dir), "--index", str(index_dir),
            "--index-policy", "refuse", "annotate", "-", "--format", fmt, "--regex-only", "-j", jobs,
            "-o", str(out)]
@@ -104,11 +113,30 @@ def test_ctrl_c_leaves_a_valid_truncated_output(kb_dir, index_dir, tmp_path, fmt
     block = ("\n".join(seed_style_lines()) + "\n").encode() * 200
     proc.stdin.write(block * 20)  # ~4 MB: at least one chunk is written before the signal
     proc.stdin.flush()
-    _wait_for(out, lambda data: data.count(b"\n") > 1000 or data.count(b"class=\"chunk\"") > 1)
-    proc.send_signal(signal.SIGINT)
+    return proc
+
+
+STOPS = [(fmt, jobs, signal.SIGINT) for fmt in ("jsonl", "html", "commented") for jobs in ("1", "2")] + [
+    (fmt, "2", sig) for fmt in ("jsonl", "html", "commented") for sig in (signal.SIGTERM, signal.SIGHUP)
+]
+
+
+@pytest.mark.parametrize("fmt,jobs,sig", STOPS, ids=[f"{f}-j{j}-{s.name}" for f, j, s in STOPS])
+def test_a_stop_signal_leaves_a_valid_partial_output_and_the_previous_one(kb_dir, index_dir, tmp_path, fmt, jobs, sig):
+    """Ctrl-C, SIGTERM or SIGHUP while lines are still arriving on stdin: exit 128 + signal, the
+    previous output untouched, and the run's own output complete and valid as OUT.partial
+    (with -j 2, workers write JSONL themselves: still whole records, no gap in line numbers)."""
+    out = tmp_path / f"out.{fmt}"
+    out.write_bytes(b"the previous, good output\n")
+    proc = _annotate_stdin(kb_dir, index_dir, out, fmt, jobs)
+    _wait_for(_temp_of(out), lambda data: data.count(b"\n") > 1000 or data.count(b"class=\"chunk\"") > 1)
+    proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr.decode()
-    data = out.read_bytes()
+    assert proc.returncode == 128 + sig, stderr.decode()
+    assert out.read_bytes() == b"the previous, good output\n"
+    assert list(tmp_path.glob(".out.*")) == []  # no temporary file, no lock left behind
+    data = (tmp_path / f"out.{fmt}.partial").read_bytes()
+    assert f"kept as {out}.partial".encode() in stderr
     if fmt == "jsonl":
         records = [json.loads(line) for line in data.splitlines()]
         assert [r["line_number"] for r in records] == list(range(1, len(records) + 1))
@@ -118,6 +146,54 @@ def test_ctrl_c_leaves_a_valid_truncated_output(kb_dir, index_dir, tmp_path, fmt
         assert [row[1] for row in rows] == list(range(1, len(rows) + 1))
     else:
         assert b"# explainlog: interrupted after" in data
+
+
+def test_sigkill_leaves_the_previous_output_and_the_next_run_cleans_up(kb_dir, index_dir, tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b"previous\n")
+    proc = _annotate_stdin(kb_dir, index_dir, out, "jsonl", "2")
+    _wait_for(_temp_of(out), lambda data: data.count(b"\n") > 1000)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert out.read_bytes() == b"previous\n"
+    assert list(tmp_path.glob(".out.jsonl.explainlog-*.tmp"))  # what SIGKILL leaves
+    source = tmp_path / "in.log"
+    source.write_text("\n".join(seed_style_lines()) + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "service.cli", "--kb", str(kb_dir), "--index", str(index_dir),
+                           "--index-policy", "refuse", "annotate", str(source), "--format", "jsonl",
+                           "--regex-only", "-o", str(out)], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    assert len(out.read_bytes().splitlines()) == len(seed_style_lines())
+    assert list(tmp_path.glob(".out.*")) == []
+
+
+def test_a_second_run_into_the_same_output_is_refused(kb_dir, index_dir, tmp_path):
+    out = tmp_path / "out.jsonl"
+    first = _annotate_stdin(kb_dir, index_dir, out, "jsonl", "1")
+    _temp_of(out)  # the first run holds the lock from before its temporary file exists
+    source = tmp_path / "in.log"
+    source.write_text("\n".join(seed_style_lines()) + "\n", encoding="utf-8")
+    second = subprocess.run([sys.executable, "-m", "service.cli", "--kb", str(kb_dir), "--index", str(index_dir),
+                             "--index-policy", "refuse", "annotate", str(source), "--format", "jsonl",
+                             "--regex-only", "-o", str(out)], capture_output=True, timeout=120)
+    assert second.returncode == 4 and b"is writing" in second.stderr and str(first.pid).encode() in second.stderr
+    _, stderr = first.communicate(timeout=120)  # closes stdin: the first run completes, alone
+    assert first.returncode == 0, stderr.decode()
+    records = [json.loads(line) for line in out.read_bytes().splitlines()]
+    assert [r["line_number"] for r in records] == list(range(1, len(records) + 1))
+
+
+def test_outputs_that_are_not_regular_files(kb_dir, index_dir, tmp_path):
+    source = tmp_path / "in.log"
+    source.write_text("\n".join(seed_style_lines()) + "\n", encoding="utf-8")
+    base = [sys.executable, "-m", "service.cli", "--kb", str(kb_dir), "--index", str(index_dir),
+            "--index-policy", "refuse", "annotate", str(source), "--format", "jsonl", "--regex-only", "-o"]
+    to_null = subprocess.run(base + [os.devnull], capture_output=True, timeout=120)
+    assert to_null.returncode == 0 and os.path.exists(os.devnull)
+    to_dir = subprocess.run(base + [str(tmp_path)], capture_output=True, timeout=120)
+    assert to_dir.returncode == 2 and b"is a directory" in to_dir.stderr
+    nowhere = subprocess.run(base + [str(tmp_path / "missing" / "out.jsonl")], capture_output=True, timeout=120)
+    assert nowhere.returncode == 2 and b"no directory" in nowhere.stderr
 
 
 def test_progress_bar_only_on_a_terminal(kb_dir, index_dir, tmp_path):

@@ -26,11 +26,14 @@ formats (default: summary on a terminal, else jsonl; with -o, by extension: .htm
 
 exit codes: 0 ok; 1 --fail-on threshold reached; 2 usage error or no readable input;
 3 some input was lost (unreadable file, truncated archive; the rest was annotated);
-130 interrupted (the output written so far is complete and valid).
+4 the output is being written by another run (-o FILE is locked);
+130 / 143 / 129 interrupted by Ctrl-C / SIGTERM / SIGHUP (the output so far is valid; with
+-o FILE it is kept as FILE.partial and FILE is left as it was).
+-o FILE is written beside FILE and renamed over it only when the run completes.
 """
 
 SEVERITIES = ("info", "warning", "error", "fatal")
-EXIT_FAIL_ON, EXIT_USAGE, EXIT_LOST_INPUT, EXIT_INTERRUPTED = 1, 2, 3, 130
+EXIT_FAIL_ON, EXIT_USAGE, EXIT_LOST_INPUT, EXIT_BUSY, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
 
 
 def register(subparsers) -> None:
@@ -99,7 +102,7 @@ def exit_code(summary, fail_on: str | None, had_input: bool) -> int:
     from service.batch.summary import SEVERITY_RANK
 
     if summary.interrupted:
-        return EXIT_INTERRUPTED
+        return 128 + summary.interrupt_signal if summary.interrupt_signal else EXIT_INTERRUPTED
     if not had_input:
         return EXIT_USAGE
     if summary.lost_input():
@@ -145,7 +148,24 @@ def _run_local(args, fmt, options, sources, problems) -> int:
     explainer = Explainer(kb_dir=args.kb, index_dir=args.index, model_path=args.model, index_policy=args.index_policy)
     total = sum(s.size or 0 for s in sources) if all(not s.is_stdin for s in sources) else None
     progress = Progress(total, enabled=False if args.no_progress else None)
-    out = open(args.output, "wb") if args.output else sys.stdout.buffer
+    from service.batch.output import AtomicOutput, OutputBusy, OutputError
+
+    sink: AtomicOutput | None = None
+    try:
+        if not args.output:
+            out = sys.stdout.buffer
+        elif AtomicOutput.direct(args.output):
+            out = open(args.output, "wb")
+        else:
+            sink = AtomicOutput(args.output).__enter__()
+            out = sink.file
+    except OutputBusy as exc:
+        print(f"explainlog annotate: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    except (OutputError, OSError) as exc:
+        print(f"explainlog annotate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    kept = None
     try:
         as_json = bool(args.output and args.output.lower().endswith(".json"))
         writer = make_writer(fmt, out, options, multi=len(sources) > 1, as_json=as_json)
@@ -159,13 +179,17 @@ def _run_local(args, fmt, options, sources, problems) -> int:
             limits=Limits(max_line=args.max_line_bytes), problems=problems, triage=triage,
         )
         out.flush()
+        if sink is not None:
+            kept = sink.keep_partial() if summary.interrupted else sink.commit()
     except BrokenPipeError:
         # The reader of our stdout went away (``| head``): not an error of ours.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     finally:
-        if out is not sys.stdout.buffer:
+        if sink is not None:
+            sink.__exit__(None, None, None)  # a run that did not finish leaves the target alone
+        elif out is not sys.stdout.buffer:
             out.close()
     if sys.stderr.isatty() and fmt != "summary":
         print(
@@ -174,8 +198,9 @@ def _run_local(args, fmt, options, sources, problems) -> int:
             file=sys.stderr,
         )
     if summary.interrupted:
-        print(f"explainlog annotate: interrupted after {summary.total_lines:,} lines; output is valid up to there",
-              file=sys.stderr)
+        where = f"; it was kept as {kept} and {args.output} was left as it was" if sink is not None else ""
+        print(f"explainlog annotate: interrupted after {summary.total_lines:,} lines; the output is valid up to "
+              f"there{where}", file=sys.stderr)
     return exit_code(summary, args.fail_on, had_input=True)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import sys
@@ -55,14 +56,22 @@ class Limits:
     range_bytes: int = RANGE_BYTES  # summaries of plain files: see ``ranges``
 
 
+# The signals that end a run the way Ctrl-C does: valid output up to there, workers and
+# parked payloads cleaned up, exit code 128 + the signal.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class _Interrupts:
-    """SIGINT raises KeyboardInterrupt, except inside a write, where it waits for the end."""
+    """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt, except inside a write, where they
+    wait for its end. ``signum`` remembers the first."""
 
     def __init__(self) -> None:
         self.critical = False
         self.pending = False
+        self.signum = 0
 
     def handler(self, signum: int, frame: Any) -> None:
+        self.signum = self.signum or signum
         if self.critical:
             self.pending = True
         else:
@@ -148,17 +157,41 @@ class _Turns:
 
 
 def _park_dir() -> str | None:
-    """A private directory for payloads finished out of turn, in memory where possible."""
+    """A private directory for payloads finished out of turn, in memory where possible.
+
+    Named after this process, so a run can remove what a killed run (SIGKILL, OOM) left."""
     shm = "/dev/shm"
     base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    _remove_orphan_parks(base or tempfile.gettempdir())
     try:
-        return tempfile.mkdtemp(prefix="explainlog-", dir=base)
+        return tempfile.mkdtemp(prefix=f"explainlog-{os.getpid()}-", dir=base)
     except OSError:
         return None
 
 
+def _remove_orphan_parks(base: str) -> None:
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        m = re.fullmatch(r"explainlog-(\d+)-\w+", name)
+        if m is None:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        except (PermissionError, OverflowError):
+            pass  # alive (another user's) or not a pid: not ours to touch
+
+
 def _worker_init(explainer: Any, semantic: bool, turns: _Turns | None, defer: bool, slots: Any, jobs: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
+    # The parent decides what an interrupt means (a terminal's Ctrl-C or hang-up reaches the
+    # whole process group); it stops the pool with SIGTERM, which stays default here.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # forked with the parent's handler: not ours
     _WORKER["engine"] = Engine(explainer, semantic=semantic, defer_semantic=defer)
     _WORKER["turns"] = turns
     with slots.get_lock():  # this worker's place among the pool's: its html answer ids
@@ -268,7 +301,7 @@ def annotate_sources(
         summary.ensure_file(index, source.name)
     guard = _Interrupts()
     in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, guard.handler) if in_main else None
+    previous = {sig: signal.signal(sig, guard.handler) for sig in STOP_SIGNALS} if in_main else {}
     pool = None
     engine = None
     park: str | None = None
@@ -365,12 +398,14 @@ def annotate_sources(
             pool = None
     except KeyboardInterrupt:
         summary.interrupted = True
+        summary.interrupt_signal = guard.signum or signal.SIGINT
     finally:
+        if in_main:
+            for sig in STOP_SIGNALS:  # neither the clean-up nor the closing write may be cut short
+                signal.signal(sig, signal.SIG_IGN)
         if pool is not None:
             pool.terminate()
             pool.join()
-        if in_main:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the closing write must not be cut short
         try:
             settle_deferred(summary, explainer)
             if triage is not None and not summary.interrupted:
@@ -379,8 +414,8 @@ def annotate_sources(
         finally:
             if park is not None:
                 shutil.rmtree(park, ignore_errors=True)  # payloads parked when Ctrl-C stopped us
-            if in_main:
-                signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
             progress.close()
     if engine is not None and engine.mismatches:
         print(f"explainlog: note: {engine.mismatches} line shape(s) fell back to the slow path", file=sys.stderr)

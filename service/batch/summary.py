@@ -50,6 +50,7 @@ class Summary:
     # per-line notes aggregated per (source, kind): [count, first line]
     notes: dict[tuple[int, str], list[int]] = field(default_factory=dict)
     interrupted: bool = False
+    interrupt_signal: int = 0  # the signal that interrupted the run (SIGINT, SIGTERM, SIGHUP)
     # Unknown to the regex tier, semantic tier not asked yet (template -> stat, with the whole
     # first line as example): ``-j`` summary workers leave these to the parent, which asks once
     # for all of them (``pipeline.settle_deferred``) before anything is written.
