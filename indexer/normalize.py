@@ -186,6 +186,22 @@ def normalize_line(raw: str) -> NormalizedLine:
     text = clean_text(raw)
     context: dict[str, str] = {}
     formats: list[str] = []
+    text = _peel(text, context, formats)
+    if text and len(text) < 300 and _PREFIX_END.search(text):
+        # Only a prefix ("[rank0]: ", a glog or logging header on its own)? The rules want a
+        # message after the prefix, so peel once more with a stand-in word after it.
+        probe_context: dict[str, str] = dict(context)
+        probe_formats: list[str] = []
+        if _peel(f"{text} {_STAND_IN}", probe_context, probe_formats) == _STAND_IN and probe_formats:
+            context, text = probe_context, ""
+            formats += probe_formats
+            context["prefix_only"] = "1"
+    if formats:
+        context["format"] = "+".join(formats)
+    return NormalizedLine(raw=raw, message=text, context=context)
+
+
+def _peel(text: str, context: dict[str, str], formats: list[str]) -> str:
     progress = True
     while progress and text:
         progress = False
@@ -201,9 +217,12 @@ def normalize_line(raw: str) -> NormalizedLine:
             skipped = _skip_unknown_launcher(text, context)
             progress = skipped is not text
             text = skipped
-    if formats:
-        context["format"] = "+".join(formats)
-    return NormalizedLine(raw=raw, message=text, context=context)
+    return text
+
+
+_STAND_IN = "explainlogstandin"
+# How a line that is only a prefix ends: a bracket, a colon, a dash, a level word.
+_PREFIX_END = re.compile(r"(?:[\]:>|-]|\b(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|CRITICAL|FATAL))$")
 
 
 # Masking: most specific first, so an IP is not eaten as numbers, a path not as words.

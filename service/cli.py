@@ -10,14 +10,26 @@ from typing import Iterable, Iterator
 
 from indexer import paths
 
+# One table for every subcommand (README, "Exit codes"); annotate adds 4 (output locked) and
+# 128 + signal (interrupted).
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_LOST_INPUT, EXIT_CANNOT_RUN = 0, 1, 2, 3, 5
+
 EPILOG = """examples:
   explainlog explain "host:133:202 [0] NCCL INFO Using network IB"
   printf 'LINE\\nLINE\\n' | explainlog explain --json -
   explainlog explain --lang zh --file train.log
+  explainlog triage train.log
+  explainlog annotate train.log -o report.html
   explainlog kb check
   explainlog index build
-  explainlog eval tests/data/eval_nccl_init.jsonl
+  explainlog eval tests/data/eval_nccl_init.jsonl      (in a checkout: the labelled sets)
   explainlog eval --heldout tests/data/heldout/*.jsonl
+
+exit codes (every subcommand): 0 ok; 1 findings (kb check problems, annotate --fail-on reached,
+a stale index for 'index status'); 2 usage error, bad setting, no input, closed stdin/stdout;
+3 some input was lost (missing or unreadable file, truncated archive; the rest was read);
+4 the output is locked by another run (annotate -o); 5 cannot run: the KB, the index or the
+model is unusable; 128+N interrupted by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
 """
 
 
@@ -71,14 +83,14 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     for path in sources:
         if path != "-" and not Path(path).exists() and not set("*?[") & set(path):
             print(f"triage: no such file: {path}", file=sys.stderr)
-            return 2
+            return EXIT_USAGE
     result = triage_paths(_explainer(args), sources, semantic=not args.regex_only)
     for p in result["problems"]:
         print(f"triage: {p['file']}{':' + str(p['line']) if p['line'] else ''}: {p['message']}", file=sys.stderr)
     lost = any(p["lost_input"] for p in result["problems"])
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
-        return 1 if lost else 0
+        return EXIT_LOST_INPUT if lost else EXIT_OK
     lang = 1 if args.lang == "zh" else 0
     key = ("en", "zh")[lang]
     root = result["root_cause"]
@@ -99,8 +111,8 @@ def _cmd_triage(args: argparse.Namespace) -> int:
             title = (g["title"] or {}).get(key) or g["sample_lines"][0][:100]
             print(f"  ×{g['count']:<5} lines {g['first_line']}-{g['last_line']}  {title}")
     if lost:
-        return 1
-    return 0
+        return EXIT_LOST_INPUT
+    return EXIT_OK
 
 
 def _cmd_catalog_texts(args: argparse.Namespace) -> int:
@@ -131,17 +143,86 @@ def _explainer(args: argparse.Namespace):
     )
 
 
-def _read_lines(sources: list[str]) -> Iterator[str]:
-    """Yield lines from files or stdin ('-') as text; bytes that are not UTF-8 become U+FFFD
-    rather than an error, so a line of binary junk still gets its answer."""
-    for source in sources:
-        stream = sys.stdin.buffer if source == "-" else open(source, "rb")
-        try:
-            for raw in stream:
-                yield raw.rstrip(b"\n").decode("utf-8", errors="replace")
-        finally:
-            if stream is not sys.stdin.buffer:
-                stream.close()
+class _Inputs:
+    """The lines of files or stdin ('-') as text, for ``explain``.
+
+    Bytes that are not UTF-8 become U+FFFD rather than an error, so a line of binary junk still
+    gets its answer; gzip, bzip2 and zstd files are read decompressed; a line longer than
+    ``max_line`` bytes keeps its first ``max_line`` bytes (noted on stderr) and never costs
+    more memory than that. A file that cannot be read (missing, a directory, unreadable, a
+    truncated archive) is reported and counted in ``lost``; the other inputs are still read."""
+
+    def __init__(self, sources: list[str], max_line: int) -> None:
+        self.sources = sources
+        self.max_line = max_line
+        self.lost = 0
+        self.lines = 0
+
+    def _open(self, source: str):
+        from service.batch.reader import detect_compression
+
+        if source == "-":
+            if sys.stdin is None:
+                raise OSError("stdin is closed")
+            return sys.stdin.buffer
+        if os.path.isdir(source):
+            raise IsADirectoryError(f"{source} is a directory (explainlog annotate reads directories)")
+        raw = open(source, "rb")
+        kind = detect_compression(raw.peek(8)[:8]) if hasattr(raw, "peek") else None
+        if kind == "gzip":
+            import gzip
+
+            return gzip.GzipFile(fileobj=raw)
+        if kind == "bzip2":
+            import bz2
+
+            return bz2.BZ2File(raw)
+        if kind == "zstd":
+            try:
+                import zstandard
+            except ImportError:
+                raw.close()
+                raise OSError("zstd-compressed, and the zstandard package is not installed "
+                              "(pip install 'explainlog[batch]' or zstandard)") from None
+            import io
+
+            return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
+        return raw
+
+    def __iter__(self) -> Iterator[str]:
+        for source in self.sources:
+            name = "stdin" if source == "-" else source
+            try:
+                stream = self._open(source)
+            except OSError as exc:
+                self.lost += 1
+                print(f"explainlog explain: {name}: {exc.strerror or exc}", file=sys.stderr)
+                continue
+            try:
+                while True:
+                    raw = stream.readline(self.max_line + 1)
+                    if not raw:
+                        break
+                    self.lines += 1
+                    if len(raw) > self.max_line and not raw.endswith(b"\n"):
+                        skipped = 0
+                        while True:  # drop the rest of the line without holding it
+                            rest = stream.readline(1 << 20)
+                            skipped += len(rest)
+                            if not rest or rest.endswith(b"\n"):
+                                break
+                        print(f"explainlog explain: {name}: line {self.lines} cut to its first "
+                              f"{self.max_line:,} bytes (of {len(raw) - 1 + skipped:,})", file=sys.stderr)
+                        raw = raw[: self.max_line]
+                    yield raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", errors="replace")
+            except (OSError, EOFError) as exc:
+                self.lost += 1
+                detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+                print(f"explainlog explain: {name}: {detail} after line {self.lines}; the rest is lost",
+                      file=sys.stderr)
+            finally:
+                if stream is not getattr(sys.stdin, "buffer", None):
+                    stream.close()
 
 
 def _batches(lines: Iterable[str], size: int = 512) -> Iterator[list[str]]:
@@ -162,28 +243,58 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
     if args.lines and args.file:
         print("explainlog explain: give LINE arguments or --file, not both", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    if args.max_line_bytes < 1:
+        print("explainlog explain: --max-line-bytes must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    inputs: _Inputs | None = None
+    stdin_open = sys.stdin is not None
     if args.file:
-        lines: Iterable[str] = _read_lines(args.file)
-    elif args.lines == ["-"] or (not args.lines and not sys.stdin.isatty()):
-        lines = _read_lines(["-"])
+        inputs = _Inputs(args.file, args.max_line_bytes)
+    elif args.lines == ["-"] and not stdin_open:
+        print("explainlog explain: '-' asks for stdin, and stdin is closed", file=sys.stderr)
+        return EXIT_USAGE
+    elif args.lines == ["-"] or (not args.lines and stdin_open and not sys.stdin.isatty()):
+        inputs = _Inputs(["-"], args.max_line_bytes)
     elif args.lines:
-        lines = args.lines
+        lines: Iterable[str] = args.lines
     else:
-        print("explainlog explain: no input (give a LINE, --file FILE, or '-' for stdin)", file=sys.stderr)
-        return 2
+        why = "stdin is closed; " if not stdin_open else ""
+        print(f"explainlog explain: no input ({why}give a LINE, --file FILE, or '-' for stdin)", file=sys.stderr)
+        return EXIT_USAGE
+    if inputs is not None:
+        lines = inputs
     explainer = _explainer(args)
     langs = ("en", "zh") if args.lang == "both" else (args.lang,)
+    if sys.stdout is None:
+        print("explainlog explain: stdout is closed; nothing to write the answers to", file=sys.stderr)
+        return EXIT_USAGE
     colour = sys.stdout.isatty() and not args.json
     out = sys.stdout.buffer
-    for batch in _batches(lines):
-        for answer in explainer.explain_many(batch, semantic=not args.regex_only):
-            if args.json:
-                out.write(orjson.dumps(answer) + b"\n")
-            else:
-                out.write((render_answer(answer, langs, colour) + "\n\n").encode("utf-8"))
-        out.flush()
-    return 0
+    answered = 0
+    try:
+        for batch in _batches(lines):
+            for answer in explainer.explain_many(batch, semantic=not args.regex_only):
+                if args.json:
+                    out.write(orjson.dumps(answer) + b"\n")
+                else:
+                    out.write((render_answer(answer, langs, colour) + "\n\n").encode("utf-8"))
+            answered += len(batch)
+            out.flush()
+    except BrokenPipeError:
+        # The reader of our stdout went away (``| head``): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as exc:
+        print(f"explainlog explain: cannot write the answers: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if inputs is not None and inputs.lost:
+        return EXIT_LOST_INPUT
+    if answered == 0:
+        print("explainlog explain: the input had no lines", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def _cmd_index_build(args: argparse.Namespace) -> int:
@@ -340,12 +451,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    explain = sub.add_parser("explain", help="explain lines (arguments, --file, or '-' for stdin)")
+    explain = sub.add_parser(
+        "explain", help="explain lines (arguments, --file, or '-' for stdin)", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  explainlog explain 'NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory'\n"
+               "  explainlog explain --lang zh --file train.log.gz\n"
+               "  grep -h NCCL rank*.log | explainlog explain --json - > answers.jsonl\n"
+               "exit codes: 0 ok; 2 no input, closed stdin/stdout; 3 a file was missing, unreadable or\n"
+               "truncated (the rest was explained); 5 the KB, index or model is unusable",
+    )
     explain.add_argument("lines", nargs="*", metavar="LINE", help="log lines; '-' reads stdin")
     explain.add_argument("--file", "-f", action="append", help="read lines from a file (repeatable)")
     explain.add_argument("--json", action="store_true", help="one JSON object per input line (JSONL), in order")
     explain.add_argument("--lang", choices=("en", "zh", "both"), default="both", help="language of the readable output")
     explain.add_argument("--regex-only", action="store_true", help="skip the semantic tier (no model load)")
+    explain.add_argument("--max-line-bytes", type=int, default=1 << 20, metavar="N",
+                         help="keep only the first N bytes of a longer line (default 1 MiB, as annotate)")
     explain.set_defaults(func=_cmd_explain)
 
     tr = sub.add_parser(
@@ -353,8 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n  explainlog triage train.log\n  explainlog triage --json rank0.log rank1.log.gz\n"
                "  explainlog triage 'logs/job-42/*.log.zst' --lang zh\n"
                "  kubectl logs job/train | explainlog triage -\n"
-               "exit codes: 0 verdict given (with or without a failure); 1 some input was lost\n"
-               "(unreadable file, truncated archive; the rest was read); 2 no such file",
+               "exit codes: 0 verdict given (with or without a failure); 2 usage error or no such\n"
+               "file; 3 some input was lost (unreadable file, truncated archive; the rest was read)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     tr.add_argument("paths", nargs="*", metavar="PATH",
@@ -364,15 +484,31 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--regex-only", action="store_true", help="skip the semantic tier for unknown lines")
     tr.set_defaults(func=_cmd_triage)
 
-    index = sub.add_parser("index", help="semantic index tools")
+    index = sub.add_parser(
+        "index", help="semantic index tools", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  explainlog index build\n  explainlog index build --if-needed\n  explainlog index status",
+    )
     index_sub = index.add_subparsers(dest="index_command", required=True)
-    ib = index_sub.add_parser("build", help="embed the KB and fit confidence calibration")
+    ib = index_sub.add_parser(
+        "build", help="embed the KB and fit confidence calibration", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  explainlog index build\n  explainlog --kb my-kb/ index build --if-needed",
+    )
     ib.add_argument("--if-needed", action="store_true",
                     help="do nothing when the index matches the KB and model and verifies (make run uses it)")
     ib.set_defaults(func=_cmd_index_build)
-    index_sub.add_parser("status", help="say whether the index matches the KB and model").set_defaults(func=_cmd_index_status)
+    index_sub.add_parser(
+        "status", help="say whether the index matches the KB and model", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  explainlog index status || explainlog index build\nexit codes: 0 up to date; 1 stale or missing",
+    ).set_defaults(func=_cmd_index_status)
 
-    ev = sub.add_parser("eval", help="score a labelled JSONL set: accuracy, abstention, calibration")
+    ev = sub.add_parser(
+        "eval", help="score a labelled JSONL set: accuracy, abstention, calibration", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples (in a checkout, where the labelled sets are):\n"
+               "  explainlog eval tests/data/eval_*.jsonl\n"
+               "  explainlog eval --tier semantic tests/data/eval_*.jsonl\n"
+               "  explainlog eval --heldout tests/data/heldout/part1.jsonl tests/data/heldout/unrelated.jsonl\n"
+               "  explainlog eval --triage tests/data/triage --show-errors",
+    )
     ev.add_argument("files", nargs="+", metavar="FILE.jsonl")
     ev.add_argument("--json", action="store_true", help="machine-readable report")
     ev.add_argument("--triage", action="store_true",
@@ -388,10 +524,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     _register_frontends(sub)
 
-    kb = sub.add_parser("kb", help="knowledge base tools")
+    kb = sub.add_parser(
+        "kb", help="knowledge base tools", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  explainlog kb check\n  explainlog --kb my-kb/ kb check\n  explainlog kb schema > entry.schema.json",
+    )
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
-    kb_sub.add_parser("check", help="validate every entry, example and negative").set_defaults(func=_cmd_kb_check)
-    kb_sub.add_parser("schema", help="print the entry JSON Schema").set_defaults(func=_cmd_kb_schema)
+    kb_sub.add_parser(
+        "check", help="validate every entry, example and negative", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  explainlog kb check\n  explainlog --kb my-kb/ kb check\n"
+               "exit codes: 0 valid; 1 problems (each printed as FILE:LINE: [entry id] problem); 2 no such KB",
+    ).set_defaults(func=_cmd_kb_check)
+    kb_sub.add_parser(
+        "schema", help="print the entry JSON Schema", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  explainlog kb schema > entry.schema.json",
+    ).set_defaults(func=_cmd_kb_schema)
 
     catalog = sub.add_parser(
         "catalog", help="the source-derived message catalogue (kb/catalog/)",
@@ -401,17 +547,24 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     catalog_sub = catalog.add_subparsers(dest="catalog_command", required=True)
-    cb = catalog_sub.add_parser("build", help="extract every message format at every release tag")
+    cb = catalog_sub.add_parser(
+        "build", help="extract every message format at every release tag", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  explainlog catalog build --source nccl=/src/nccl.git --source rccl=/src/rccl.git",
+    )
     cb.add_argument("--source", action="append", metavar="NAME=PATH",
                     help="nccl, rccl (git dirs), torch-wheels, torch-src (directories); see docs/catalog.md")
     cb.set_defaults(func=_cmd_catalog_build)
-    ct = catalog_sub.add_parser("texts", help="merge written texts (JSONL by record id) into the records")
+    ct = catalog_sub.add_parser(
+        "texts", help="merge written texts (JSONL by record id) into the records", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  explainlog catalog texts written.jsonl --worklist work.jsonl",
+    )
     ct.add_argument("files", nargs="+", metavar="TEXTS.jsonl")
     ct.add_argument("--worklist", action="append", default=[], metavar="WORK.jsonl",
                     help="the worklists the texts were written from (to follow records whose id changed)")
     ct.set_defaults(func=_cmd_catalog_texts)
     catalog_sub.add_parser(
-        "link", help="write formats: links from curated entries to the records of their message",
+        "link", help="write formats: links from curated entries to the records of their message", formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  explainlog catalog link && explainlog kb check",
     ).set_defaults(func=_cmd_catalog_link)
     return parser
 
@@ -421,31 +574,40 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from indexer.kb_loader import KBLoadError
 
+    from indexer.encoder import EncoderLoadError
+    from indexer.semantic_index import IndexError_
+    from service.explainer import IndexUnavailable
+
     try:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        return 0
-    except (KBLoadError, ValueError, RuntimeError, OSError) as exc:
-        # Expected failures (bad KB, unusable index, unreadable file) get one clear line.
+        return EXIT_OK
+    except (KBLoadError, IndexUnavailable, IndexError_, EncoderLoadError) as exc:
+        # The tool cannot run here: its KB, index or model is unusable. One clear line.
         print(f"explainlog: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_CANNOT_RUN
+    except (ValueError, RuntimeError, OSError) as exc:
+        # A setting or argument that does not work (a missing token, an unreadable file).
+        print(f"explainlog: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def run() -> None:
     """The console entry point: ``main``, then exit without tearing the interpreter down.
 
-    Unloading numpy, faiss, scipy and the tokenizer module by module takes 80-130 ms after
-    any command that loaded the semantic tier (a tenth of a million-line summary) and frees
-    nothing the OS would not. Every output is closed by then; standard streams are flushed
-    here, and a flush that fails (a closed pipe) falls back to a normal exit.
+    Unloading numpy and the model module by module takes 80-130 ms after any command that
+    loaded the semantic tier (a tenth of a million-line summary) and frees nothing the OS
+    would not. Every output is closed by then; standard streams are flushed here (a closed
+    one is skipped), and a flush that fails (a closed pipe) falls back to a normal exit.
     """
     code = main()
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError):
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (BrokenPipeError, ValueError, OSError):
         sys.exit(code)
     os._exit(code)
 

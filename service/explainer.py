@@ -184,8 +184,8 @@ class Explainer:
         return answers  # type: ignore[return-value]
 
     def _regex_answer(self, line: NormalizedLine) -> dict | None:
-        if not line.message:
-            return None
+        if not line.message and not line.context.get("prefix_only"):
+            return None  # a blank line; a prefix with nothing after it is matched below
         message = line.message
         hits = self.patterns.matching(message, line.context)
         if not hits:

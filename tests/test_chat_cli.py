@@ -120,4 +120,4 @@ def test_feedback_export_and_missing_credentials(tmp_path, kb_dir, index_dir):
     assert (record["line"], record["verdict"], record["pattern_id"]) == (SEED_CDB, "wrong", "deepspeed.comm.cdb_none")
     out = subprocess.run([sys.executable, "-m", "service.cli", "chat", "slack", "--mode", "socket"], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1 and "SLACK_BOT_TOKEN" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "SLACK_BOT_TOKEN" in out.stderr and "Traceback" not in out.stderr

@@ -71,9 +71,10 @@ def test_hostile_input_gets_valid_answers(index_dir, name):
         assert len(answers[0]["line"]) == 1 << 20
 
 
-def test_empty_input_is_empty_output(index_dir):
+def test_empty_input_is_empty_output_and_a_usage_exit(index_dir):
+    # Nothing on stdout, and not a silent success: a script that fed no lines hears about it.
     result = run_cli(index_dir, ["explain", "--json", "-"], b"")
-    assert result.returncode == 0 and result.stdout == b""
+    assert result.returncode == 2 and result.stdout == b"" and b"no lines" in result.stderr
 
 
 def test_readable_output_in_one_language(index_dir):
@@ -86,8 +87,64 @@ def test_readable_output_in_one_language(index_dir):
 
 def test_missing_file_is_a_clear_error(index_dir, tmp_path):
     result = run_cli(index_dir, ["explain", "--file", str(tmp_path / "nope.log")])
-    assert result.returncode == 1
+    assert result.returncode == 3  # README, "Exit codes": some input was lost
     assert b"nope.log" in result.stderr and b"Traceback" not in result.stderr
+
+
+def test_explain_reads_what_annotate_reads_and_says_what_it_lost(index_dir, tmp_path):
+    import gzip
+
+    lines = [AFFINITY_LINE, IB_LINE] * 500
+    (tmp_path / "ok.log.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    whole = gzip.compress(("\n".join(lines * 40) + "\n").encode())
+    (tmp_path / "cut.log.gz").write_bytes(whole[: len(whole) // 2])
+    result = run_cli(index_dir, ["explain", "--json", "--regex-only", "--file", str(tmp_path / "ok.log.gz")])
+    assert result.returncode == 0 and [a["line"] for a in jsonl(result.stdout)] == lines
+    cut = run_cli(index_dir, ["explain", "--json", "--regex-only", "--file", str(tmp_path / "cut.log.gz"),
+                              "--file", str(tmp_path), "--file", str(tmp_path / "ok.log.gz")])
+    answers = jsonl(cut.stdout)
+    assert cut.returncode == 3 and b"the rest is lost" in cut.stderr and b"is a directory" in cut.stderr
+    assert answers[-len(lines):] == jsonl(result.stdout) and len(answers) > len(lines)
+    assert b"Traceback" not in cut.stderr
+
+
+def test_explain_caps_a_huge_line_and_handles_no_input(index_dir, tmp_path):
+    (tmp_path / "huge.log").write_bytes(b"A" * (8 << 20) + b"\n" + IB_LINE.encode() + b"\n")
+    result = run_cli(index_dir, ["explain", "--json", "--regex-only", "--max-line-bytes", "4096",
+                                 "--file", str(tmp_path / "huge.log")])
+    answers = jsonl(result.stdout)
+    assert result.returncode == 0 and len(answers) == 2 and len(answers[0]["line"]) == 4096
+    assert answers[1]["line"] == IB_LINE and b"cut to its first 4,096 bytes" in result.stderr
+    empty = run_cli(index_dir, ["explain", "--json", "-"], b"")
+    assert empty.returncode == 2 and b"no lines" in empty.stderr
+    cmd = [sys.executable, "-m", "service.cli", "--index", str(index_dir), "--index-policy", "refuse",
+           "explain", "--json", "-"]
+    closed_in = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=300,
+                               preexec_fn=lambda: __import__("os").close(0))
+    assert closed_in.returncode == 2 and b"stdin is closed" in closed_in.stderr
+    closed_out = subprocess.run(cmd[:-2] + [IB_LINE], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                timeout=300, preexec_fn=lambda: __import__("os").close(1))
+    assert closed_out.returncode == 2 and b"stdout is closed" in closed_out.stderr
+    assert b"Traceback" not in closed_in.stderr + closed_out.stderr
+
+
+def test_every_subcommand_has_examples_in_its_help():
+    import argparse
+
+    from service.cli import build_parser
+
+    def walk(parser, name):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub in action.choices.items():
+                    yield f"{name} {sub_name}", sub
+                    yield from walk(sub, f"{name} {sub_name}")
+
+    commands = dict(walk(build_parser(), "explainlog"))
+    assert {"explainlog explain", "explainlog triage", "explainlog annotate", "explainlog kb check"} <= set(commands)
+    missing = [name for name, sub in commands.items() if "example" not in sub.format_help()]
+    assert missing == []
+    assert "exit codes" in build_parser().format_help()
 
 
 def test_regex_tier_does_not_import_torch(kb_dir):

@@ -80,9 +80,11 @@ def test_control_bytes_and_nul_do_not_survive():
     assert clean_text("a\x00b\x07c\td") == "abc d"
 
 
-def test_a_line_that_is_only_a_prefix_keeps_its_text():
-    # Nothing after the prefix: it is not stripped, so the line is never reduced to "".
-    assert normalize_line("[rank3]:").message == "[rank3]:"
+def test_a_line_that_is_only_a_prefix_is_marked_as_such():
+    # Nothing after the prefix: the message is empty and the context says the line was only a
+    # prefix (structure.prefix_only answers it); the raw line is kept.
+    line = normalize_line("[rank3]:")
+    assert line.message == "" and line.context["prefix_only"] == "1" and line.raw == "[rank3]:"
 
 
 def test_masking_replaces_variables_with_typed_tokens():

@@ -275,7 +275,7 @@ def test_streaming_triage_reports_unreadable_and_truncated_inputs(tmp_path):
     assert r["facts"]["lines"] == by_kind["truncated"]["line"]  # every recovered line was read
 
 
-def test_cli_triage_reads_stdin_and_zstd_and_exits_1_only_when_input_was_lost(tmp_path):
+def test_cli_triage_reads_stdin_and_zstd_and_exits_3_only_when_input_was_lost(tmp_path):
     import zstandard
 
     log = "\n".join([
@@ -294,7 +294,7 @@ def test_cli_triage_reads_stdin_and_zstd_and_exits_1_only_when_input_was_lost(tm
     assert piped.returncode == 0 and json.loads(piped.stdout)["root_cause"]["file"] == "<stdin>"
     gone = subprocess.run(base + [str(tmp_path / "a.log.zst"), str(tmp_path / "nope*.log")],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert gone.returncode == 1 and "no file matches" in gone.stderr
+    assert gone.returncode == 3 and "no file matches" in gone.stderr  # README, "Exit codes"
 
 
 def test_world_size_is_read_as_the_first_match_of_its_pattern_would_be():

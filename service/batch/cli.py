@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from service.batch.output import AtomicOutput, OutputError  # stdlib only: nothing heavy
+
 EPILOG = """examples:
   explainlog annotate train.log                          # summary table on a terminal
   explainlog annotate logs/ -o report.html               # every file under logs/, one HTML report
@@ -16,7 +18,8 @@ EPILOG = """examples:
   explainlog annotate --dask tcp://scheduler:8786 'fleet/**/*.log' -o out/ --format parquet
 
 formats (default: summary on a terminal, else jsonl; with -o, by extension: .html -> html,
-.json -> summary as JSON, .txt/.log -> commented):
+.json -> summary as JSON, .txt/.log -> commented, .jsonl/.ndjson -> jsonl; any other
+extension needs --format):
   jsonl      one JSON object per input line: file, line_number, line + the explain contract
   commented  the original log unchanged, '# ...' explanations above explained lines
   html       one offline page: root cause, summary, first error/warning, filters, zh/en, paged log
@@ -62,7 +65,7 @@ def register(subparsers) -> None:
     annotate.set_defaults(func=run_annotate)
 
 
-def _choose_format(args: argparse.Namespace) -> str:
+def _choose_format(args: argparse.Namespace) -> str | None:
     if args.format:
         return args.format
     if args.dask:
@@ -75,8 +78,10 @@ def _choose_format(args: argparse.Namespace) -> str:
             return "summary"
         if lower.endswith((".txt", ".log")):
             return "commented"
-        return "jsonl"
-    return "summary" if sys.stdout.isatty() else "jsonl"
+        if lower.endswith((".jsonl", ".ndjson")) or AtomicOutput.direct(args.output):
+            return "jsonl"
+        return None  # an extension that names no format: the caller asks for --format
+    return "summary" if sys.stdout is not None and sys.stdout.isatty() else "jsonl"
 
 
 def make_writer(fmt: str, out, options, multi: bool, as_json: bool = False):
@@ -118,7 +123,15 @@ def run_annotate(args: argparse.Namespace) -> int:
     from service.batch.inputs import discover
     from service.batch.options import Options
 
-    fmt = _choose_format(args)
+    try:
+        fmt = _choose_format(args)
+    except OutputError as exc:
+        print(f"explainlog annotate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if fmt is None:
+        print(f"explainlog annotate: cannot tell the format from the name {args.output!r} "
+              f"(.jsonl, .json, .html, .txt or .log); give --format", file=sys.stderr)
+        return EXIT_USAGE
     if fmt == "parquet" and not args.dask:
         print("explainlog annotate: --format parquet needs --dask (use jsonl locally)", file=sys.stderr)
         return EXIT_USAGE

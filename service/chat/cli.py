@@ -53,7 +53,11 @@ def register(subparsers) -> None:
                         help="http: serve POST /feishu/events; ws: long connection, no public address needed")
     _common(feishu)
     feishu.set_defaults(func=_cmd_feishu)
-    feedback = sub.add_parser("feedback", help="print every feedback click as JSONL, for curators")
+    feedback = sub.add_parser(
+        "feedback", help="print every feedback click as JSONL, for curators",
+        epilog="examples:\n  explainlog chat feedback > feedback.jsonl\n  explainlog chat feedback --db /var/lib/explainlog/chat.sqlite3",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     feedback.add_argument("--db", default=None, help="SQLite file (env EXPLAINLOG_CHAT_DB)")
     feedback.set_defaults(func=_cmd_feedback)
 
@@ -133,7 +137,7 @@ def _cmd_feedback(args: argparse.Namespace) -> int:
     path = Path(args.db) if args.db else default_store_path()
     if not path.exists():
         print(f"explainlog chat feedback: no store at {path} (set --db or EXPLAINLOG_CHAT_DB)", file=sys.stderr)
-        return 1
+        return 2
     store = ChatStore(path)
     for record in store.feedback():
         sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
