@@ -124,7 +124,7 @@ def test_it_runs_outside_the_checkout_and_writes_nothing_into_site_packages(inst
 
     built = _cli(install, "index", "build")
     assert built.returncode == 0, built.stderr[-2000:]
-    index = install["cache"] / "explainlog" / "index" / "all-MiniLM-L6-v2-f16"
+    (index,) = (install["cache"] / "explainlog" / "index" / "all-MiniLM-L6-v2-f16").iterdir()  # <model>/<KB digest>
     assert json.loads((index / "meta.json").read_text())["model_name"] == "all-MiniLM-L6-v2-f16"
     assert _files(_site_packages(install)) == before
 
