@@ -40,12 +40,13 @@ from lark_oapi.event.callback.model.p2_card_action_trigger import (
 )
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from service.chat.answers import Answerer
 from service.chat.cards import reply_card, text_content
 from service.chat.config import FeishuSettings
+from service.chat.guard import BodyTooLarge, ReplayGuard, read_body
 from service.chat.labels import label
 from service.chat.messages import COMMAND, parse_request, strip_feishu_mentions
 from service.chat.ratelimit import RateLimiter
@@ -244,25 +245,69 @@ def build_lark_client(settings: FeishuSettings) -> lark.Client:
 LARK_HEADERS = ("X-Lark-Request-Timestamp", "X-Lark-Request-Nonce", "X-Lark-Signature", "X-Request-Id")
 
 
+def callback_event_id(settings: FeishuSettings, body: bytes) -> str | None | bool:
+    """The event id of a verified callback (``header.event_id`` in schema 2.0, ``uuid`` in 1.0),
+    None for callbacks without one (card actions, the handshake), False if the body is no
+    Feishu payload (not a JSON object, or an ``encrypt`` that does not decrypt to one)."""
+    try:
+        payload = json.loads(body)
+        if isinstance(payload, dict) and "encrypt" in payload:
+            payload = json.loads(AESCipher(settings.encrypt_key).decrypt_str(payload["encrypt"]))
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+        return False
+    if not isinstance(payload, dict):
+        return False
+    header = payload.get("header")
+    if isinstance(header, dict) and header.get("event_id"):
+        return str(header["event_id"])
+    return str(payload["uuid"]) if payload.get("uuid") else None
+
+
 def feishu_route(bot: FeishuBot, settings: FeishuSettings) -> Route:
-    """``POST /feishu/events``: events and card callbacks, verified before dispatch."""
+    """``POST /feishu/events``: events and card callbacks, verified before dispatch.
+
+    As for Slack (``service.chat.guard``): the body is streamed with a 1 MiB limit and verified
+    before it is parsed; a verified body that is no Feishu payload, or that lark-oapi cannot
+    handle, gets 400 with no exception text; a callback seen before (same timestamp, nonce and
+    signature, or same event id) gets 200 and nothing is done again."""
     dispatcher = bot.dispatcher(settings)
+    seen = ReplayGuard()
 
     async def feishu_events(request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
+        try:
+            body = await read_body(request, MAX_BODY_BYTES)
+        except BodyTooLarge:
             return PlainTextResponse("request body too large", status_code=413)
         try:
             verify_callback(settings, dict(request.headers), body)
         except CallbackRejected as exc:
             log.warning("rejected a Feishu callback: %s", exc)
             return PlainTextResponse("invalid or stale signature", status_code=401)
+        event_id = callback_event_id(settings, body)
+        if event_id is False:
+            log.warning("rejected a verified Feishu callback whose body is no Feishu payload")
+            return JSONResponse({"error": "malformed payload"}, status_code=400)
+        headers = request.headers
+        signed = (f"sig:{headers.get('x-lark-request-timestamp')}:{headers.get('x-lark-request-nonce')}:"
+                  f"{headers.get('x-lark-signature')}") if headers.get("x-lark-signature") else None
+        if not seen.first_time(signed, f"event:{event_id}" if event_id else None):
+            log.info("ignored a Feishu callback seen before (replay or retry)")
+            return JSONResponse({}, status_code=200)
         raw = RawRequest()
         raw.uri = request.url.path
         raw.body = body
         raw.headers = {name: request.headers[name] for name in LARK_HEADERS if name in request.headers}
-        result = await run_in_threadpool(dispatcher.do, raw)
-        return Response(result.content, status_code=result.status_code or 200, media_type="application/json")
+        try:
+            result = await run_in_threadpool(dispatcher.do, raw)
+        except Exception:  # noqa: BLE001 - never echo an exception's text to the sender
+            log.exception("the Feishu dispatcher could not handle a verified callback")
+            return JSONResponse({"error": "malformed payload"}, status_code=400)
+        status = result.status_code or 200
+        if status >= 500:
+            # lark-oapi answers a payload it cannot handle with 500 and the exception's text.
+            log.warning("the Feishu dispatcher refused a verified callback (%s)", status)
+            return JSONResponse({"error": "malformed payload"}, status_code=400)
+        return Response(result.content, status_code=status, media_type="application/json")
 
     return Route(EVENTS_PATH, feishu_events, methods=["POST"])
 

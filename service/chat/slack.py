@@ -10,8 +10,10 @@ they answer; the slash command answers in the channel through its ``response_url
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, Callable
+from urllib.parse import parse_qs
 
 from slack_bolt import Ack, App, BoltContext, Respond
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
@@ -20,12 +22,13 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from service.chat.answers import Answerer
 from service.chat.blocks import FEEDBACK_ACTIONS, fallback_text, reply_blocks
 from service.chat.config import SlackSettings
+from service.chat.guard import BodyTooLarge, ReplayGuard, read_body
 from service.chat.labels import label
 from service.chat.messages import ChatRequest, parse_request, unescape_slack
 from service.chat.ratelimit import RateLimiter
@@ -192,23 +195,57 @@ def signature_ok(verifier: SignatureVerifier, body: bytes, headers: dict[str, st
         return False
 
 
+def payload_event_id(body: bytes, content_type: str) -> tuple[bool, str | None]:
+    """(well formed, event id) of a verified body: a JSON object (Events API), or a form with a
+    ``command`` (slash commands), a JSON-object ``payload`` (interactivity) or ``ssl_check``."""
+    try:
+        text = body.decode("utf-8")
+        if "json" in content_type:
+            data = json.loads(text)
+            return isinstance(data, dict), (str(data["event_id"]) if isinstance(data, dict) and data.get("event_id") else None)
+        form = parse_qs(text, keep_blank_values=True, strict_parsing=True)
+        if "payload" in form:
+            return isinstance(json.loads(form["payload"][0]), dict), None
+        return ("command" in form or "ssl_check" in form), None
+    except (ValueError, UnicodeDecodeError):
+        return False, None
+
+
 def slack_route(app: App, signing_secret: str) -> Route:
     """``POST /slack/events`` for every Slack HTTP delivery (commands, events, interactivity).
 
-    The signature is checked on the raw bytes before anything parses them: bolt parses a body
-    before its own verification middleware runs (which stays on, as a second check). Bolt's
-    dispatch is synchronous and may call the Web API, so it runs in the thread pool."""
+    The body is read as a stream with a 1 MiB limit and its signature checked on the raw bytes
+    before anything parses them: bolt parses a body before its own verification middleware runs
+    (which stays on, as a second check). A signed body that is no Slack payload gets 400; a
+    request already seen (same signature and timestamp, or same event id: a replay inside the
+    5-minute window, or Slack's own retry) gets 200 and nothing is done again. Bolt's dispatch
+    is synchronous and may call the Web API, so it runs in the thread pool."""
     verifier = SignatureVerifier(signing_secret)
+    seen = ReplayGuard()
 
     async def slack_events(request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
+        try:
+            body = await read_body(request, MAX_BODY_BYTES)
+        except BodyTooLarge:
             return PlainTextResponse("request body too large", status_code=413)
         if not signature_ok(verifier, body, dict(request.headers)):
             log.warning("rejected a Slack request with a missing, invalid or stale signature")
             return PlainTextResponse("invalid or stale signature", status_code=401)
+        well_formed, event_id = payload_event_id(body, request.headers.get("content-type", ""))
+        if not well_formed:
+            log.warning("rejected a signed Slack request whose body is no Slack payload")
+            return JSONResponse({"error": "malformed payload"}, status_code=400)
+        signed = f"sig:{request.headers.get('x-slack-request-timestamp')}:{request.headers.get('x-slack-signature')}"
+        if not seen.first_time(signed, f"event:{event_id}" if event_id else None):
+            log.info("ignored a Slack request seen before (replay or retry)")
+            return Response(status_code=200)
         # A verified body is UTF-8: the signature is computed over its decoded text.
-        return to_starlette_response(await run_in_threadpool(app.dispatch, to_bolt_request(request, body)))
+        try:
+            response = await run_in_threadpool(app.dispatch, to_bolt_request(request, body))
+        except Exception:  # noqa: BLE001 - a payload bolt cannot handle: the sender's fault, not ours
+            log.exception("bolt could not handle a signed Slack payload")
+            return JSONResponse({"error": "malformed payload"}, status_code=400)
+        return to_starlette_response(response)
 
     return Route(EVENTS_PATH, slack_events, methods=["POST"])
 
