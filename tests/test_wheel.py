@@ -144,3 +144,34 @@ def test_same_answers_as_the_checkout(install, explainer):
     for line, mine, installed in zip(lines, ours, theirs):
         assert installed["pattern_id"] == mine["pattern_id"], line
         assert abs(installed["confidence"] - mine["confidence"]) <= 0.01, line
+
+
+def test_the_sdist_carries_what_the_wheel_is_built_from(tmp_path):
+    """The sdist has the KB and the model packer (the model itself is fetched when a wheel is
+    built from it), and a wheel built from the sdist carries KB and model like the first one."""
+    import tarfile
+
+    source = tmp_path / "src"
+    archive = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True).stdout
+    for name in filter(None, archive.decode().split("\0")):
+        target = source / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / name).is_file():
+            target.write_bytes((REPO / name).read_bytes())
+    built = _run([sys.executable, "-c", "from setuptools import build_meta; print(build_meta.build_sdist('dist'))"],
+                 cwd=source)
+    assert built.returncode == 0, built.stderr[-2000:]
+    sdist = source / "dist" / built.stdout.strip().splitlines()[-1]
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert {"kb/nccl_init.yaml", "kb/catalog/nccl.jsonl", "kb/calibration/unrelated.txt", "indexer/model_pack.py",
+            "service/http/static/app.js", "service/batch/_shape_tally.c", "setup.py", "MANIFEST.in"} <= names
+    found = model_pack.installed_source()
+    env = dict(os.environ, EXPLAINLOG_BUILD_MODEL=str(found[0]))
+    wheel = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "w"), str(sdist)], env=env)
+    assert wheel.returncode == 0, wheel.stderr[-2000:]
+    import zipfile
+
+    (built_wheel,) = (tmp_path / "w").glob("*.whl")
+    inside = set(zipfile.ZipFile(built_wheel).namelist())
+    assert {"indexer/_data/kb/nccl_init.yaml", "indexer/_data/model/model.safetensors"} <= inside
