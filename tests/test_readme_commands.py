@@ -47,6 +47,16 @@ def _skipped(command: str) -> bool:
     return any(command.startswith(key) or (key.startswith(("explainlog", "--")) and key in command) for key in NOT_RUN)
 
 
+def _listening(port: int, tries: int = 300) -> bool:
+    for _ in range(tries):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            time.sleep(0.2)
+    return False
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -100,13 +110,7 @@ def test_every_readme_command_runs_as_written(workdir):
                 if server is None and "--host 0.0.0.0" not in command:
                     server = subprocess.Popen(command, shell=True, cwd=work, env=env, start_new_session=True,
                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                    for _ in range(300):
-                        try:
-                            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                            break
-                        except OSError:
-                            time.sleep(0.2)
-                    else:
+                    if not _listening(port):
                         failures.append((command, "the server never listened on 8000"))
                 elif "--host 0.0.0.0" in command:
                     # Binds every interface: run it on a free port and stop it once it serves.
@@ -115,13 +119,7 @@ def test_every_readme_command_runs_as_written(workdir):
                                             env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                                             stderr=subprocess.PIPE)
                     try:
-                        for _ in range(300):
-                            try:
-                                socket.create_connection(("127.0.0.1", other), timeout=0.5).close()
-                                break
-                            except OSError:
-                                time.sleep(0.2)
-                        else:
+                        if not _listening(other):
                             failures.append((command, "never listened"))
                     finally:
                         os.killpg(proc.pid, signal.SIGTERM)
