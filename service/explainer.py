@@ -14,7 +14,7 @@ import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Hashable, Sequence
 
 from indexer import paths
 from indexer.calibration import REGEX_CONFIDENCE, Calibrator
@@ -38,6 +38,7 @@ from indexer.semantic_index import (
     stamp_problem,
 )
 from indexer.texts import field_values, fill_bilingual
+from service.encode_scheduler import EncodeScheduler
 
 CONTRACT_KEYS = (
     "line", "known", "confidence", "pattern_id", "tier", "component", "severity", "role",
@@ -59,6 +60,24 @@ def _wordy(message: str) -> bool:
     unknown unless a pattern knows them."""
     words = _WORD.findall(message)
     return len(words) >= 2 and sum(map(len, words)) >= 10
+
+
+def _cached_size(text: str, near: Neighbours) -> int:
+    """Approximate memory of one cache entry: the key (a str object), the tuple and list, and
+    per neighbour a tuple, its id (shared with the KB) and a float."""
+    return 49 + 4 * len(text) + 200 + 100 * len(near.entries)
+
+
+class EmbeddingBudgetExceeded(RuntimeError):
+    """One call asked the embedding tier about more never-seen text than its budget allows."""
+
+    def __init__(self, templates: int, chars: int, limit: int) -> None:
+        super().__init__(
+            f"{templates} line templates in this request are new to the service and need the "
+            f"embedding model ({chars} characters of text); the budget is {limit} characters per "
+            f"request: send fewer lines per request or use POST /v1/annotate for whole logs"
+        )
+        self.templates, self.chars, self.limit = templates, chars, limit
 
 
 class IndexUnavailable(RuntimeError):
@@ -85,7 +104,7 @@ class Explainer:
         model_path: str | None = None,
         index_policy: str = "rebuild",
         encoder: Encoder | None = None,
-        cache_size: int = 65536,
+        cache_bytes: int = 64 * 1024 * 1024,
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.kb_dir = Path(kb_dir or paths.kb_dir())
@@ -108,7 +127,10 @@ class Explainer:
         self._index: SemanticIndex | None = None
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, tuple[Neighbours, float]] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache_bytes = 0
+        self.cache_limit_bytes = cache_bytes
+        # Set by a server: never-seen lines of concurrent requests are encoded together, fairly.
+        self.scheduler: EncodeScheduler | None = None
 
     # ---- semantic tier plumbing -------------------------------------------------------------
     @property
@@ -167,17 +189,23 @@ class Explainer:
     def explain(self, line: str) -> dict:
         return self.explain_many([line])[0]
 
-    def explain_many(self, lines: Sequence[str], semantic: bool = True, regex: bool = True) -> list[dict]:
+    def explain_many(
+        self, lines: Sequence[str], semantic: bool = True, regex: bool = True,
+        client: Hashable = None, budget_chars: int | None = None,
+    ) -> list[dict]:
         """One answer per line, in order. Unknown templates are embedded in one batch.
 
         ``regex=False`` sends every line to the semantic tier: ``eval --tier semantic`` uses it
-        to measure that tier on lines the regex tier would otherwise answer.
+        to measure that tier on lines the regex tier would otherwise answer. ``client`` names
+        the caller to the scheduler (fair shares); ``budget_chars`` caps the embedding text
+        of never-seen templates one call may ask for (``EmbeddingBudgetExceeded`` beyond it,
+        before anything is encoded).
         """
         normalized = [normalize_line(line) for line in lines]
         answers: list[dict | None] = [self._regex_answer(n) if regex else None for n in normalized]
         pending = [i for i, a in enumerate(answers) if a is None]
         if pending and semantic:
-            self._semantic_answers(normalized, pending, answers)
+            self._semantic_answers(normalized, pending, answers, client, budget_chars)
         for i in pending:
             if answers[i] is None:
                 answers[i] = self._unknown(normalized[i], [], 0.0)
@@ -203,24 +231,54 @@ class Explainer:
         candidates = [{"pattern_id": self.entries[h].id, "confidence": REGEX_CONFIDENCE} for h in hits[:3]]
         return self._known(line, entry, fields, REGEX_CONFIDENCE, "regex", candidates)
 
-    def _semantic_answers(self, normalized: list[NormalizedLine], pending: list[int], answers: list) -> None:
+    def _semantic_answers(
+        self, normalized: list[NormalizedLine], pending: list[int], answers: list,
+        client: Hashable = None, budget_chars: int | None = None,
+    ) -> None:
         texts = {i: embedding_text(normalized[i].raw) for i in pending if normalized[i].message}
-        missing = sorted({t for t in texts.values() if t not in self._cache})
+        found_here: dict[str, tuple[Neighbours, float]] = {}
+        with self._lock:
+            for text in texts.values():
+                hit = self._cache.get(text)
+                if hit is not None:
+                    self._cache.move_to_end(text)
+                    found_here[text] = hit
+        missing = sorted({t for t in texts.values() if t not in found_here})
         if missing:
+            if budget_chars is not None:
+                size = sum(map(len, missing))
+                if size > budget_chars:
+                    raise EmbeddingBudgetExceeded(len(missing), size, budget_chars)
             index = self.index()
-            found = index.neighbours(self.encoder.encode(missing))
+            scheduler = self.scheduler
+            vectors = scheduler.encode(missing, client) if scheduler else self.encoder.encode(missing)
+            found = index.neighbours(vectors)
             with self._lock:
                 for text, near in zip(missing, found):
                     confidence = index.calibrator.confidence(near.similarities, near.unrelated)
-                    self._cache[text] = (near, confidence)
-                    while len(self._cache) > self._cache_size:
-                        self._cache.popitem(last=False)
+                    found_here[text] = (near, confidence)
+                    self._remember(text, near, confidence)
         for i, text in texts.items():
-            hit = self._cache.get(text)
-            if hit is None:
-                continue
-            near, confidence = hit
+            near, confidence = found_here[text]
             answers[i] = self._semantic_answer(normalized[i], near, confidence)
+
+    def _remember(self, text: str, near: Neighbours, confidence: float) -> None:
+        """Cache a template's neighbours, evicting the least recently used beyond the byte
+        limit (called with the lock held). Bounded in bytes, not entries: templates run from
+        ten characters to 400."""
+        old = self._cache.pop(text, None)
+        if old is not None:
+            self._cache_bytes -= _cached_size(text, old[0])
+        self._cache[text] = (near, confidence)
+        self._cache_bytes += _cached_size(text, near)
+        while self._cache_bytes > self.cache_limit_bytes and self._cache:
+            evicted, (gone, _) = self._cache.popitem(last=False)
+            self._cache_bytes -= _cached_size(evicted, gone)
+
+    @property
+    def cache_bytes(self) -> int:
+        """Approximate bytes held by the template cache."""
+        return self._cache_bytes
 
     def _semantic_answer(self, line: NormalizedLine, near: Neighbours, confidence: float) -> dict:
         calibrator = self.calibrator

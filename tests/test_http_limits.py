@@ -105,18 +105,21 @@ def test_binary_junk_and_invalid_utf8_still_get_one_answer_per_line(client):
     assert via_json.status_code == 200 and len(via_json.json()["answers"]) == 3
 
 
-def test_concurrent_clients_each_get_their_own_answers(server):
+def test_concurrent_clients_each_get_their_own_answers(explainer):
     lines = [IB_LINE, CDB_LINE, UNRELATED_LINE] + [f"unrelated java line {i}: java.lang.IllegalStateException at Foo.bar(Foo.java:{i})" for i in range(20)]
+    # 69 requests at once from one address: over the default rate limit (tested below), so off.
+    settings = Settings(kb_dir=explainer.kb_dir, index_dir=explainer.index_dir, rate_limit=0)
 
     async def one(client: httpx.AsyncClient, line: str) -> tuple[str, dict]:
         response = await client.post("/v1/explain", json={"lines": [line]})
         return line, response.json()["answers"][0]
 
     async def all_at_once() -> list[tuple[str, dict]]:
-        async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+        async with httpx.AsyncClient(base_url=running.url, timeout=120) as client:
             return await asyncio.gather(*(one(client, line) for line in lines * 3))
 
-    results = asyncio.run(all_at_once())
+    with serve(explainer, settings) as running:
+        results = asyncio.run(all_at_once())
     assert len(results) == len(lines) * 3
     assert all(answer["line"] == line for line, answer in results)
     by_line = {line: answer["pattern_id"] for line, answer in results}
@@ -155,3 +158,50 @@ def test_embedding_work_never_blocks_the_event_loop(explainer, kb_dir, index_dir
                 return health.status_code, regex.status_code, (await stuck).status_code
 
         assert asyncio.run(scenario()) == (200, 200, 200)
+
+
+def test_a_client_over_the_rate_limit_gets_429_with_retry_after_and_others_do_not(explainer):
+    # One token per 100 s after a burst of 3: the fourth request is over the limit however
+    # slowly this machine runs the first three.
+    settings = Settings(kb_dir=explainer.kb_dir, index_dir=explainer.index_dir, rate_limit=0.01, rate_burst=3,
+                        client_header="X-Forwarded-For")
+    first, second = {"X-Forwarded-For": "10.0.0.1"}, {"X-Forwarded-For": "10.0.0.2, 10.9.9.9"}
+    with serve(explainer, settings) as running, httpx.Client(base_url=running.url) as c:
+        codes = [c.get("/v1/explain", params={"line": CDB_LINE}, headers=first).status_code for _ in range(3)]
+        assert codes == [200, 200, 200]
+        refused = c.post("/v1/explain", json={"lines": [CDB_LINE]}, headers=first)
+        body = _error(refused, 429, "rate_limited")
+        assert "0.01 per second" in body["detail"] and "bursts of 3" in body["detail"]
+        assert 90 <= int(refused.headers["retry-after"]) <= 101
+        assert c.post("/v1/explain", json={"lines": [CDB_LINE]}, headers=second).status_code == 200
+        assert c.get("/healthz").status_code == 200 and c.get("/").status_code == 200  # not rate limited
+
+
+def test_never_seen_text_over_the_embedding_budget_is_refused_before_encoding(explainer, kb_dir, index_dir):
+    counting = CountingEncoder(explainer.encoder)
+    fresh = Explainer(kb_dir=kb_dir, index_dir=index_dir, index_policy="refuse", encoder=counting)
+    settings = Settings(kb_dir=kb_dir, index_dir=index_dir, embed_budget_chars=400)
+    words = ["ghost", "kiwi", "lumen", "prism", "quartz", "rover", "tundra", "vortex", "willow", "zephyr"]
+    new_lines = [f"the {a} and the {b} went over the hill together" for a in words for b in words[:3]]
+    with serve(fresh, settings) as running, httpx.Client(base_url=running.url, timeout=120) as c:
+        calls_before = counting.texts
+        body = _error(c.post("/v1/explain", json={"lines": new_lines}), 413, "embedding_budget")
+        assert body["limit"] == 400 and "30 line templates" in body["detail"] and "/v1/annotate" in body["detail"]
+        assert counting.texts == calls_before  # refused before anything was encoded
+        # Lines the regex tier knows cost no budget, and a small never-seen part fits.
+        ok = c.post("/v1/explain", json={"lines": [CDB_LINE] * 200 + new_lines[:3]})
+        assert ok.status_code == 200 and len(ok.json()["answers"]) == 203
+        # Once seen, the same lines are cached and no longer count.
+        again = c.post("/v1/explain", json={"lines": new_lines[:3] * 50})
+        assert again.status_code == 200
+
+
+class CountingEncoder:
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.texts = 0
+
+    def encode(self, texts) -> np.ndarray:
+        self.texts += len(texts)
+        return self.inner.encode(texts)

@@ -20,6 +20,7 @@ from service.http.catalog import Catalog
 from service.http.errors import install_error_handlers
 from service.http.metrics import MetricsMiddleware, ServiceMetrics
 from service.http.pages import install_pages
+from service.http.rate_limit import RateLimiter, rate_limited
 from service.http.settings import Settings
 from service.http.state import ServiceState
 
@@ -52,9 +53,10 @@ def create_app(source: Explainer | Settings | None = None, settings: Settings | 
     )
     app.state.service = state
     app.state.catalog = Catalog(explainer.entries)
+    app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
     install_error_handlers(app)
     for api in (routes_explain.router, routes_annotate.router, routes_patterns.router, routes_triage.router):
-        app.include_router(api, dependencies=[Depends(require_token)])
+        app.include_router(api, dependencies=[Depends(require_token), Depends(rate_limited)])
     app.include_router(routes_ops.router)
     install_pages(app)
     if settings.cors_origins:

@@ -14,9 +14,15 @@ EPILOG = """examples:
   explainlog serve --host 0.0.0.0 --port 8080 --workers 2
   EXPLAINLOG_API_TOKEN=s3cret explainlog serve      # require 'Authorization: Bearer s3cret' on /v1/*
   explainlog --index-policy refuse serve            # never rebuild the index at start-up
+  explainlog serve --rate-limit 5 --rate-burst 10   # each client: 5 requests/s, 10 at once
+  explainlog serve --client-header X-Forwarded-For  # behind a proxy that sets it: one limit per user
 
 every flag also reads an environment variable (flags win):
 """ + "\n".join(f"  {s.flag:<20} {s.env}" for s in SETTINGS.values() if s.flag not in ("--kb", "--index", "--model", "--index-policy"))
+
+
+SERVE_FLAGS = ("host", "port", "workers", "max_body_bytes", "max_lines", "max_line_chars", "max_upload_bytes",
+               "embed_budget_chars", "rate_limit", "rate_burst", "client_header", "cors_origins")
 
 
 def register(subparsers) -> None:
@@ -25,9 +31,9 @@ def register(subparsers) -> None:
         description="Serve /v1/explain, /v1/annotate, /v1/patterns, the web page at / and the API docs at /docs.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    for name in ("host", "port", "workers", "max_body_bytes", "max_lines", "max_line_chars", "max_upload_bytes", "cors_origins"):
+    for name in SERVE_FLAGS:
         setting = SETTINGS[name]
-        serve.add_argument(setting.flag, dest=f"serve_{name}", default=None, metavar=name.split("_")[-1].upper(),
+        serve.add_argument(setting.flag, dest=f"serve_{name}", default=None, metavar=name.split("_")[-1].upper().replace("HEADER", "NAME"),
                            help=f"{setting.help} (env {setting.env})")
     serve.add_argument("--api-token-file", dest="serve_api_token_file", default=None, metavar="FILE",
                        help=f"{SETTINGS['api_token'].help} (env {SETTINGS['api_token'].env} holds the token itself)")
@@ -41,7 +47,7 @@ def settings_from_args(args: argparse.Namespace, environ: dict[str, str] | None 
     from the global options, which already read their variables."""
     env = dict(os.environ if environ is None else environ)
     raw: dict[str, str | None] = {name: env.get(s.env) for name, s in SETTINGS.items()}
-    for name in ("host", "port", "workers", "max_body_bytes", "max_lines", "max_line_chars", "max_upload_bytes", "cors_origins"):
+    for name in SERVE_FLAGS:
         flag_value = getattr(args, f"serve_{name}", None)
         if flag_value is not None:
             raw[name] = flag_value

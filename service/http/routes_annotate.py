@@ -16,6 +16,7 @@ from fastapi import APIRouter, Query, Request
 
 from service.http.errors import ApiError, error_body
 from service.http.explain_body import Lang, in_language
+from service.http.rate_limit import client_key
 from service.http.responses import JSONLinesStream
 from service.http.state import ServiceState
 from service.http.upload_stream import UploadedLine, UploadError, upload_lines
@@ -25,8 +26,9 @@ router = APIRouter(prefix="/v1", tags=["annotate"])
 BATCH_LINES = 512
 
 
-async def _records(state: ServiceState, batch: list[UploadedLine], lang: Lang) -> bytes:
-    answers = await state.explain([line.text for line in batch])
+async def _records(state: ServiceState, batch: list[UploadedLine], lang: Lang, client: str) -> bytes:
+    # No per-request budget: a whole log is expected here; the scheduler still shares the model.
+    answers = await state.explain([line.text for line in batch], client=client, budget=False)
     return b"".join(
         orjson.dumps({"line_number": line.number, "truncated": line.truncated} | in_language(answer, lang)) + b"\n"
         for line, answer in zip(batch, answers)
@@ -34,7 +36,7 @@ async def _records(state: ServiceState, batch: list[UploadedLine], lang: Lang) -
 
 
 async def _annotated(
-    state: ServiceState, first: UploadedLine, rest: AsyncIterator[UploadedLine], lang: Lang
+    state: ServiceState, first: UploadedLine, rest: AsyncIterator[UploadedLine], lang: Lang, client: str
 ) -> AsyncIterator[bytes]:
     batch = [first]
     last_number = first.number
@@ -43,13 +45,13 @@ async def _annotated(
             batch.append(line)
             last_number = line.number
             if len(batch) >= BATCH_LINES:
-                yield await _records(state, batch, lang)
+                yield await _records(state, batch, lang, client)
                 batch = []
         if batch:
-            yield await _records(state, batch, lang)
+            yield await _records(state, batch, lang, client)
     except (UploadError, ApiError) as exc:
         if batch and isinstance(exc, UploadError):
-            yield await _records(state, batch, lang)
+            yield await _records(state, batch, lang, client)
         yield orjson.dumps(error_body(exc.code, exc.detail, exc.limit, after_line=last_number)) + b"\n"
 
 
@@ -86,4 +88,4 @@ async def annotate(request: Request, lang: Lang = Query("both", description="en,
         raise ApiError(422, "no_lines", "the upload is empty") from None
     except UploadError as exc:
         raise ApiError(exc.status, exc.code, exc.detail, exc.limit) from None
-    return JSONLinesStream(_annotated(state, first, lines, lang))
+    return JSONLinesStream(_annotated(state, first, lines, lang, client_key(request)))

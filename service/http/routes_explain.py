@@ -6,6 +6,7 @@ from fastapi import APIRouter, Query, Request
 
 from service.http.errors import ApiError
 from service.http.explain_body import ExplainRequest, Lang, check_lines, in_language, parse_explain_request
+from service.http.rate_limit import client_key
 from service.http.responses import JSONBytes
 from service.http.state import ServiceState
 
@@ -33,7 +34,9 @@ def service(request: Request) -> ServiceState:
         "Send `{\"lines\": [...]}` (one answer per item) or `{\"text\": \"...\"}` (a paste; blank lines "
         "skipped), or a `text/plain` body (like `text`, `?lang=` in the query). Answers come back as "
         "`{\"answers\": [...]}` in input order. Limits: body size, lines per request and characters per "
-        "line answer 413 with the limit in the message."
+        "line answer 413 with the limit in the message, and so does a request whose never-seen lines "
+        "exceed the embedding budget; too many requests from one client, or a full queue for the "
+        "embedding model, answer 429 with Retry-After."
     ),
     openapi_extra={
         "requestBody": {
@@ -49,7 +52,7 @@ def service(request: Request) -> ServiceState:
 async def explain_post(request: Request) -> JSONBytes:
     state = service(request)
     lines, lang = await parse_explain_request(request, state.settings)
-    answers = await state.explain(lines)
+    answers = await state.explain(lines, client=client_key(request))
     return JSONBytes({"answers": [in_language(a, lang) for a in answers]})
 
 
@@ -67,5 +70,5 @@ async def explain_get(
     if not line.strip():
         raise ApiError(422, "no_lines", "the 'line' parameter is empty")
     check_lines([line], state.settings)
-    answers = await state.explain([line])
+    answers = await state.explain([line], client=client_key(request))
     return JSONBytes(in_language(answers[0], lang))

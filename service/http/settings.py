@@ -44,6 +44,10 @@ SETTINGS: dict[str, Setting] = {
     "max_lines": Setting("EXPLAINLOG_MAX_LINES", "--max-lines", "most lines in one /v1/explain request"),
     "max_line_chars": Setting("EXPLAINLOG_MAX_LINE_CHARS", "--max-line-chars", "longest line /v1/explain accepts; /v1/annotate truncates longer lines"),
     "max_upload_bytes": Setting("EXPLAINLOG_MAX_UPLOAD_BYTES", "--max-upload-bytes", "largest /v1/annotate upload, counted both as received and after gunzip"),
+    "embed_budget_chars": Setting("EXPLAINLOG_EMBED_BUDGET_CHARS", "--embed-budget-chars", "most characters of never-seen line templates one /v1/explain request may send to the embedding model (413 beyond it)"),
+    "rate_limit": Setting("EXPLAINLOG_RATE_LIMIT", "--rate-limit", "requests per second each client may make to /v1/* on average (429 beyond it; 0 turns the limit off)"),
+    "rate_burst": Setting("EXPLAINLOG_RATE_BURST", "--rate-burst", "requests a client may make at once before --rate-limit applies"),
+    "client_header": Setting("EXPLAINLOG_CLIENT_HEADER", "--client-header", "header that names the client for the rate limit and fair sharing, set by a trusted proxy (e.g. X-Forwarded-For; default: the peer address)"),
     "cors_origins": Setting("EXPLAINLOG_CORS_ORIGINS", "--cors-origins", "comma-separated origins allowed to call the API from a browser (default: none)"),
     "api_token": Setting("EXPLAINLOG_API_TOKEN", "--api-token-file", "bearer token required on /v1/* (the flag names a file holding it, so it stays out of `ps`)"),
 }
@@ -57,6 +61,17 @@ def _parse_int(name: str, raw: str) -> int:
         raise SettingsError(f"{where}={raw!r} is not an integer") from None
     if value < 1:
         raise SettingsError(f"{where}={value} must be at least 1")
+    return value
+
+
+def _parse_rate(raw: str) -> float:
+    where = f"{SETTINGS['rate_limit'].flag}/{SETTINGS['rate_limit'].env}"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{where}={raw!r} is not a number") from None
+    if value < 0 or value != value:
+        raise SettingsError(f"{where}={value} must be 0 (off) or positive")
     return value
 
 
@@ -78,15 +93,22 @@ class Settings:
     max_lines: int = 5000
     max_line_chars: int = 16 * KiB
     max_upload_bytes: int = 512 * MiB
+    embed_budget_chars: int = 128 * KiB
+    rate_limit: float = 20.0
+    rate_burst: int = 40
+    client_header: str | None = None
     cors_origins: tuple[str, ...] = ()
     api_token: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.index_policy not in ("rebuild", "refuse"):
             raise SettingsError(f"index policy must be 'rebuild' or 'refuse', not {self.index_policy!r}")
-        for name in ("port", "workers", "max_body_bytes", "max_lines", "max_line_chars", "max_upload_bytes"):
+        for name in ("port", "workers", "max_body_bytes", "max_lines", "max_line_chars", "max_upload_bytes",
+                     "embed_budget_chars", "rate_burst"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{SETTINGS[name].env} must be positive, got {getattr(self, name)}")
+        if self.rate_limit < 0:
+            raise SettingsError(f"EXPLAINLOG_RATE_LIMIT must be 0 (off) or positive, got {self.rate_limit}")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, str | None]) -> "Settings":
@@ -96,8 +118,11 @@ class Settings:
             raw = values.get(f.name)
             if raw is None or raw == "":
                 continue
-            if f.name in ("port", "workers", "max_body_bytes", "max_lines", "max_line_chars", "max_upload_bytes"):
+            if f.name in ("port", "workers", "max_body_bytes", "max_lines", "max_line_chars", "max_upload_bytes",
+                          "embed_budget_chars", "rate_burst"):
                 kwargs[f.name] = _parse_int(f.name, str(raw))
+            elif f.name == "rate_limit":
+                kwargs[f.name] = _parse_rate(str(raw))
             elif f.name in ("kb_dir", "index_dir"):
                 kwargs[f.name] = Path(raw)
             elif f.name == "cors_origins":
