@@ -166,11 +166,17 @@ def _metric(text: str, name: str, **labels: str) -> float:
     return 0.0
 
 
+CATALOG_LINE = "node7:2211:2290 [1] NCCL INFO P2P not supported between GPU1 and GPU3"
+
+
 def test_metrics_count_requests_latency_and_answers_by_tier(client):
     before = client.get("/metrics").text
-    client.post("/v1/explain", json={"lines": [IB_LINE, CDB_LINE, UNRELATED_LINE]})
+    response = client.post("/v1/explain", json={"lines": [IB_LINE, CDB_LINE, UNRELATED_LINE, CATALOG_LINE]})
+    # A catalogue answer once made the tier counter raise (500 for the whole request).
+    assert response.status_code == 200 and response.json()["answers"][3]["tier"] == "catalog"
     client.get("/v1/patterns/nccl.net.ib_devices")
     after = client.get("/metrics").text
+    assert _metric(after, "explainlog_answers_total", tier="catalog") - _metric(before, "explainlog_answers_total", tier="catalog") == 1
     assert _metric(after, "explainlog_answers_total", tier="regex") - _metric(before, "explainlog_answers_total", tier="regex") == 2
     assert _metric(after, "explainlog_answers_total", tier="unknown") - _metric(before, "explainlog_answers_total", tier="unknown") == 1
     requests = dict(route="/v1/explain", method="POST", status="200")

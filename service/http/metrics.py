@@ -19,6 +19,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
+# Every tier the explainer answers with (the JSON contract's ``tier``), and unknown.
+TIERS = ("regex", "catalog", "semantic", "unknown")
+
+
 class ServiceMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -31,16 +35,18 @@ class ServiceMetrics:
             ["route"], buckets=LATENCY_BUCKETS, registry=self.registry,
         )
         self.answers = Counter(
-            "explainlog_answers", "Lines answered, by tier (regex, semantic, or unknown).",
+            "explainlog_answers", "Lines answered, by tier (regex, catalog, semantic, or unknown).",
             ["tier"], registry=self.registry,
         )
-        for tier in ("regex", "semantic", "unknown"):
+        for tier in TIERS:
             self.answers.labels(tier)  # export zeros so the unknown-rate query works from the start
 
     def count_answers(self, answers: Iterable[dict]) -> None:
-        counts = {"regex": 0, "semantic": 0, "unknown": 0}
+        counts = dict.fromkeys(TIERS, 0)
         for answer in answers:
-            counts[answer["tier"] if answer["known"] else "unknown"] += 1
+            tier = answer["tier"] if answer["known"] else "unknown"
+            # A tier added to the explainer later is counted, not a 500 for the request.
+            counts[tier] = counts.get(tier, 0) + 1
         for tier, n in counts.items():
             if n:
                 self.answers.labels(tier).inc(n)
