@@ -170,7 +170,9 @@ class Group:
     kind: str = ""
 
 
-def signal_of(code: int) -> str | None:
+def signal_of(code: int | None) -> str | None:
+    if code is None:
+        return None
     if code < 0:
         return SIGNALS.get(-code, f"signal {-code}")
     if code > 128 and code - 128 in SIGNALS:
@@ -194,13 +196,13 @@ def classify(line: Line, message: str, in_traceback_final: bool) -> tuple[int, s
         return None
     m = FAILED_WORKER.search(message)
     if m:
-        code = int(m.group("code"))
+        code = _log_int(m.group("code"))
         # a worker that failed with a plain exit code: its own traceback is the cause when the
         # log has it; without one, this line is the first failure the log shows
         return (2, "signal") if signal_of(code) else (3.5, "worker_failed")
     m = SIGNAL_DEATH.search(message)
     if m and (m.group("num") or m.group("num2") or m.group("num3")
-              or (m.group("code") and signal_of(int(m.group("code"))))):
+              or (m.group("code") and signal_of(_log_int(m.group("code"))))):
         return (2, "signal")
     if a.get("known"):
         if role in ("context", "progress"):
@@ -474,7 +476,7 @@ class Triage:
                     break
                 at = message.find(word, at + 1)
         if first is not None:
-            f["world_size"] = max(int(first.group(1)), f.get("world_size", 0))
+            f["world_size"] = max(_log_int(first.group(1)) or 0, f.get("world_size", 0))
         if "NVIDIA " in message or "Instinct" in message or "MI3" in message or "MI2" in message:
             for m in _GPU_MODEL.finditer(message):
                 if len(f["gpu_models"]) < 8:
@@ -531,7 +533,7 @@ class Triage:
         a = b.line.answer
         if b.kind == "signal":
             m = FAILED_WORKER.search(b.line.text)
-            code = int(m.group("code")) if m else None
+            code = _log_int(m.group("code")) if m else None
             sig = signal_of(code) if code is not None else None
             who = f" (local_rank {m.group('local_rank')})" if m else ""
             if sig:
@@ -569,21 +571,21 @@ class Triage:
         if block.get("rank"):
             m = re.match(r"(\d+)(?: \(local_rank: (\d+)\))?", block["rank"])
             if m:
-                failing["rank"] = int(m.group(1))
+                failing["rank"] = _log_int(m.group(1))
                 if m.group(2):
-                    failing["local_rank"] = int(m.group(2))
+                    failing["local_rank"] = _log_int(m.group(2))
         if block.get("host"):
             failing["host"] = block["host"]
         code = None
         if block.get("exitcode"):
             m = re.match(r"(-?\d+)", block["exitcode"])
-            code = int(m.group(1)) if m else None
+            code = _log_int(m.group(1)) if m else None
         elif self.failed_workers:
-            code = int(self.failed_workers[0]["code"])
-            failing.setdefault("local_rank", int(self.failed_workers[0]["local_rank"]))
+            code = _log_int(self.failed_workers[0]["code"])
+            failing.setdefault("local_rank", _log_int(self.failed_workers[0]["local_rank"]))
         elif f.get("slurm"):
             s = f["slurm"][0]
-            code = int(s["code"]) if s.get("code") else None
+            code = _log_int(s["code"]) if s.get("code") else None
             failing.setdefault("host", s.get("host"))
         if code is not None:
             failing["exit_code"] = code
@@ -612,20 +614,23 @@ class Triage:
             for key, rx in _WD_FIELDS:
                 f = rx.search(body)
                 if f:
-                    w[key] = int(f.group(1)) if f.group(1).lstrip("-").isdigit() else f.group(1)
-            w["ran_for_ms"] = int(m.group("ran"))
+                    number = _log_int(f.group(1)) if f.group(1).lstrip("-").isdigit() else None
+                    w[key] = f.group(1) if number is None else number
+            ran = _log_int(m.group("ran"))
+            if ran is not None:
+                w["ran_for_ms"] = ran
             r = _WD_RANK.search(message)
             if r:
-                w["rank"] = int(r.group(1))
+                w["rank"] = _log_int(r.group(1))
         m = _WD_SEQS.search(message)
         if m and "last_enqueued" not in w:
-            w["last_enqueued"], w["last_completed"] = int(m.group(1)), int(m.group(2))
+            w["last_enqueued"], w["last_completed"] = _log_int(m.group(1)), _log_int(m.group(2))
         m = _WD_DUMP.search(message)
         if m and "dump_from" not in w:
-            w["dump_from"] = "this local rank" if m.group(1).startswith("this") else int(m.group(2))
+            w["dump_from"] = "this local rank" if m.group(1).startswith("this") else _log_int(m.group(2))
         m = _WD_AT.search(message)
         if m and "seq" not in w:
-            w["seq"] = int(m.group(1))
+            w["seq"] = _log_int(m.group(1))
 
     def _watchdog_fired(self, line: Line) -> None:
         """The first watchdog line with a time: the collective it reports started ``ran for``
@@ -695,7 +700,7 @@ class Triage:
             sig = None
             m = FAILED_WORKER.search(b.line.text)
             if m:
-                sig = signal_of(int(m.group("code")))
+                sig = signal_of(_log_int(m.group("code")))
             meaning = SIGNAL_MEANING.get(sig or "", ("stopped by a signal", "被信号终止"))
             en.append(f"A worker was {meaning[0]}" + (f" ({sig})" if sig else "") +
                       " and logged no traceback of its own, so the signal is the first failure the log shows.")
@@ -789,7 +794,15 @@ class Triage:
 
 
 def _num(value: str):
-    return int(value) if str(value).isdigit() else value
+    number = _log_int(value) if str(value).isdigit() else None
+    return value if number is None else number
+
+
+def _log_int(text: str) -> int | None:
+    """A number read from a log line, or None when it does not fit 64 bits: no rank, exit code
+    or sequence number is that large (a damaged line is), and JSON encoders refuse it."""
+    value = int(text)
+    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
 def triage_lines(explainer, sources: Iterable[tuple[str, str]], semantic: bool = True, batch: int = 2048) -> dict:
