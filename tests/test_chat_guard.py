@@ -59,9 +59,9 @@ def _oversized_post(url: str, path: str) -> int:
 
 
 def test_slack_oversized_malformed_and_replayed(slack):
-    started = time.monotonic()
+    # Answered on the declared length, before the body: the client sends 4 KiB of 400 MB and
+    # then waits for the answer, which would never come if the server waited for the rest.
     assert _oversized_post(slack.url, "/slack/events") == 413
-    assert time.monotonic() - started < 10
     for body, content_type in [
         (b"[1, 2, 3]", "application/json"),  # JSON, but no object
         (b"not=a&slack=payload", "application/x-www-form-urlencoded"),
