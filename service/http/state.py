@@ -8,7 +8,6 @@ regex-tier lines are explained — while ``/readyz`` says 503 until the index is
 from __future__ import annotations
 
 import re
-import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -65,10 +64,6 @@ class ServiceState:
         self.metrics = metrics
         self.readiness = Readiness()
         self._warm_thread: threading.Thread | None = None
-        # A bulk request's Python work (normalising 4 MB of lines) holds the GIL in 5 ms slices
-        # by default; every light request needs the GIL dozens of times, so it queued behind
-        # each slice. 1 ms slices cut that wait (p99 of a never-seen line beside a bulk request).
-        sys.setswitchinterval(0.001)
         if explainer.scheduler is None:
             # Every route (explain, annotate, triage, chat) shares the model through it.
             explainer.scheduler = EncodeScheduler(_LazyEncoder(explainer))
