@@ -311,28 +311,28 @@ class BertEncoder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         with self._lock:
-            bert, tokenizer = self._load()
-        encodings = tokenizer(list(texts))
-        out = np.empty((len(texts), bert.width), dtype=np.float32)
-        for batch in _length_batches([len(e) for e in encodings], self.batch_size):
-            out[batch] = bert.pooled(*_padded([encodings[i] for i in batch]))
-        return out
+            loaded = self._load()
+        return self._encode(loaded, texts, self.batch_size, map)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         with self._lock:
-            bert, tokenizer = self._load()
-            encodings = tokenizer(list(texts))
             # At least one batch per core: four lines as two batches of two take 18 ms, as one 31.
             per_batch = min(self.batch_size, -(-len(texts) // _CPUS))
-            batches = _length_batches([len(e) for e in encodings], per_batch)
-            out = np.empty((len(texts), bert.width), dtype=np.float32)
-
-            def run(batch: list[int]) -> None:
-                out[batch] = bert.pooled(*_padded([encodings[i] for i in batch]))
-
             # A pool per call, not per process: batch annotation forks after encoding.
-            with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(min(_CPUS, len(batches))) as pool:
-                list(pool.map(run, batches))
-            return out
+            with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(_CPUS) as pool:
+                return self._encode(self._load(), texts, per_batch, pool.map)
+
+    @staticmethod
+    def _encode(loaded, texts: Sequence[str], per_batch: int, mapper) -> np.ndarray:
+        """Tokenize, cut into length batches, run them with ``mapper`` (``map`` or a pool's)."""
+        bert, tokenizer = loaded
+        encodings = tokenizer(list(texts))
+        out = np.empty((len(texts), bert.width), dtype=np.float32)
+
+        def run(batch: list[int]) -> None:
+            out[batch] = bert.pooled(*_padded([encodings[i] for i in batch]))
+
+        list(mapper(run, _length_batches([len(e) for e in encodings], per_batch)))
+        return out

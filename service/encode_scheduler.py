@@ -3,17 +3,18 @@
 A service process has one model. Calling it from each request thread serialises the calls
 (the encoder holds a lock), so sixteen clients with one never-seen line each wait for sixteen
 encoder calls in a row, and one request with 250 long lines holds the model for seconds while
-everyone else waits. Here request threads only queue their texts; one scheduler thread takes
-what is queued, encodes it as one micro-batch and hands every caller its vectors:
+everyone else waits. Here request threads only queue their texts; encoder threads (one per
+core, "lanes") take what is queued as micro-batches and hand every caller its vectors:
 
 - **Micro-batches.** Whatever arrived while the previous batch ran goes into the next one, so
   concurrent never-seen lines cost one encoder call, not one each. A text queued twice (two
   clients pasting the same new line) is encoded once.
 - **Fair.** A batch is filled round-robin: each client with queued work gets up to
-  ``quantum_cost`` of work per turn, the batch holds at most ``batch_cost``; while clients
-  with little queued wait, they are served first come first served and a client with a lot queued
-  sits out (never more than two batches in a row): a batch lasts as long as its longest line. A heavy request so delays a light one by about one batch,
-  not by its whole size; alone it gets whole batches.
+  ``quantum_cost`` of work per turn, the batch holds at most ``batch_cost``. While clients with
+  little queued wait, they are served first come first served and a client with a lot queued
+  sits out (never more than two batches in a row), since a batch lasts as long as its longest
+  line. A heavy request so delays a light one by about one batch, not by its whole size;
+  alone it gets whole batches.
 - **Bounded.** More than ``max_pending_cost`` queued is refused at once with ``Busy`` (the
   service answers 429 with a Retry-After) rather than queued for minutes.
 
@@ -39,6 +40,9 @@ import numpy as np
 from indexer.encoder import Encoder
 
 CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+# Cost units one batch may hold when a single lane uses every core; a lane per core gets its share.
+BATCH_COST = 2300
 
 # Per-sequence overhead in characters ([CLS]/[SEP], pooling).
 OVERHEAD_CHARS = 16
@@ -71,7 +75,7 @@ class _Item:
 
 
 class EncodeScheduler:
-    """``encode(texts, client)`` from any thread; one daemon thread runs the encoder."""
+    """``encode(texts, client)`` from any thread; daemon threads (one per lane) run the encoder."""
 
     def __init__(
         self,
@@ -99,7 +103,7 @@ class EncodeScheduler:
         # Seconds per character of the last batches, for Retry-After.
         self._seconds_per_cost = 3e-5
         self.batches = 0  # encoder calls made (tests and metrics read it)
-        self.batch_cost = batch_cost or 2300  # per lane; set when the lanes start
+        self.batch_cost = batch_cost or BATCH_COST  # per lane; set when the lanes start
         self.lanes = 1
         self._pid = os.getpid()
 
@@ -162,7 +166,7 @@ class EncodeScheduler:
             # Parallel lanes, each on one BLAS thread, for the life of the process.
             self._blas_limit = threadpool_limits(limits=1, user_api="blas")
             encode = in_thread
-        self.batch_cost = self._batch_cost or 2300 // lanes
+        self.batch_cost = self._batch_cost or BATCH_COST // lanes
         self.lanes = lanes
         self._threads = [
             threading.Thread(target=self._run, args=(encode,), name=f"explainlog-encode-{n}", daemon=True)
