@@ -9,13 +9,48 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass, field
+from typing import Callable
 
 from indexer.catalog.extract import Occurrence
 from indexer.catalog.formats import Piece, Slot, brace_pieces, merge_pieces, printf_pieces
 
-LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal"}
+LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal",
+               "warning_once", "info_once"}
 LOGGERS = re.compile(r"(?:^|\.)(?:_?log(?:ger)?|LOGGER|LOG|_LOGGER|logging|log_|logger_)$")
 PRINT_PATHS = ("torch/distributed/run.py", "torch/distributed/launch.py", "torch/distributed/elastic/")
+LEVEL_NAMES = {"DEBUG": "debug", "INFO": "info", "WARNING": "warning", "WARN": "warning",
+               "ERROR": "error", "CRITICAL": "critical", "FATAL": "critical"}
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A project's own logging function: which argument holds the message, and its level.
+
+    ``level`` is fixed ("info"), or None to read it from the ``level=`` keyword (or the
+    positional argument ``level_arg``), falling back to ``default``. Arguments after the
+    message are printf arguments when ``printf`` is set (``log_single_rank``)."""
+
+    msg_arg: int = 0
+    level: str | None = "info"
+    level_arg: int | None = None
+    default: str = "info"
+    printf: bool = False
+    anchored: bool = True
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one project logs: its helper functions and the files whose ``print`` is a message."""
+
+    helpers: dict[str, Helper] = field(default_factory=dict)
+    print_paths: tuple[str, ...] = PRINT_PATHS
+    # ``assert cond, "message"`` in these files (Megatron validates its arguments this way;
+    # elsewhere an assert is an internal invariant, not a message users meet)
+    assert_paths: tuple[str, ...] = ()
+
+
+TORCH = Dialect()
 
 
 def _src(node: ast.AST) -> str:
@@ -80,13 +115,21 @@ def _logging_pieces(call: ast.Call, names) -> list[Piece] | None:
     return pieces_of(first, names)
 
 
+def _level_of(node: ast.AST | None, default: str) -> str:
+    if node is None:
+        return default
+    name = _src(node).split(".")[-1].upper()
+    return LEVEL_NAMES.get(name, default)
+
+
 class _Visitor(ast.NodeVisitor):
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, dialect: Dialect = TORCH) -> None:
         self.path = path
+        self.dialect = dialect
         self.out: list[Occurrence] = []
         self.func: list[str] = []
         self.names: list[dict[str, ast.AST]] = [{}]
-        self.prints = path.startswith(PRINT_PATHS) or "/launcher" in path
+        self.prints = path.startswith(dialect.print_paths) or "/launcher" in path
 
     def _scope(self, node, name):
         self.func.append(name)
@@ -114,11 +157,37 @@ class _Visitor(ast.NodeVisitor):
         where = ".".join(self.func[-2:]) if self.func else "<module>"
         self.out.append(Occurrence(self.path, node.lineno, where, level, tuple(pieces), anchored, kind))
 
+    def _helper(self, node: ast.Call, helper: Helper) -> None:
+        if len(node.args) <= helper.msg_arg:
+            return
+        level = helper.level
+        if level is None:
+            given = next((k.value for k in node.keywords if k.arg == "level"), None)
+            if given is None and helper.level_arg is not None and len(node.args) > helper.level_arg:
+                given = node.args[helper.level_arg]
+            level = _level_of(given, helper.default)
+        msg = node.args[helper.msg_arg]
+        rest = node.args[helper.msg_arg + 1:]
+        if helper.printf and rest and isinstance(msg, ast.Constant) and isinstance(msg.value, str):
+            pieces = printf_pieces(msg.value, [_src(a) for a in rest])
+        else:
+            pieces = pieces_of(msg, self.names[-1])
+        self._emit(node, level, pieces, _src(node.func).split(".")[-1], helper.anchored)
+
+    def visit_Assert(self, node):  # noqa: N802
+        if node.msg is not None and self.dialect.assert_paths and re.search("|".join(self.dialect.assert_paths), self.path):
+            self._emit(node, "raise AssertionError", pieces_of(node.msg, self.names[-1]), "assert", False)
+        self.generic_visit(node)
+
     def visit_Call(self, node):  # noqa: N802
         func = node.func
         scope = self.names[-1]
-        if isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and LOGGERS.search(_src(func.value)):
-            level = {"warn": "warning", "exception": "error", "fatal": "critical"}.get(func.attr, func.attr)
+        helper_name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if helper_name in self.dialect.helpers:
+            self._helper(node, self.dialect.helpers[helper_name])
+        elif isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and LOGGERS.search(_src(func.value)):
+            level = {"warn": "warning", "exception": "error", "fatal": "critical",
+                     "warning_once": "warning", "info_once": "info"}.get(func.attr, func.attr)
             self._emit(node, level, _logging_pieces(node, scope), f"logger.{func.attr}", True)
         elif _src(func) in ("warnings.warn", "warn") and node.args:
             category = "UserWarning"
@@ -141,11 +210,15 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def python_file(path: str, text: str) -> list[Occurrence]:
+def python_file(path: str, text: str, dialect: Dialect = TORCH) -> list[Occurrence]:
     try:
         tree = ast.parse(text)
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return []
-    visitor = _Visitor(path)
+    visitor = _Visitor(path, dialect)
     visitor.visit(tree)
     return visitor.out
+
+
+def python_extractor(dialect: Dialect) -> Callable[[str, str], list[Occurrence]]:
+    return lambda path, text: python_file(path, text, dialect)

@@ -8,6 +8,9 @@ Sources (``--source NAME=PATH``):
                 the printable strings of its native libraries (``strings -n 4 lib*.so``)
   torch-src     a directory with one sub-directory per release (``2.6.0/``) holding an unpacked
                 PyTorch source archive (``torch/csrc/distributed/c10d``, ``c10/cuda`` ...)
+  deepspeed, megatron, accelerate, mmengine, xtuner
+                git directories of those projects with their tags (``indexer.catalog.spec``
+                says which tags and paths are read, and which helper functions log)
 A source left out keeps the records of its components as they are.
 """
 
@@ -18,10 +21,11 @@ from pathlib import Path
 
 from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
 from indexer.catalog.extract import nccl_file, torch_cpp_file
-from indexer.catalog.python_src import python_file
+from indexer.catalog.python_src import python_extractor, python_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
 from indexer.catalog.spec import (
-    NCCL_SUFFIXES, TORCH_CPP_SKIP, TORCH_PY_KEEP, nccl_tags, rccl_tags, torch_component,
+    NCCL_SUFFIXES, PY_PROJECTS, TORCH_CPP_SKIP, TORCH_PY_KEEP, PyProject, nccl_tags, rccl_tags,
+    torch_component,
 )
 
 MANIFEST = "manifest.json"
@@ -145,6 +149,20 @@ def build_torch(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[di
     return out, manifest
 
 
+def build_python_project(project: PyProject, git_dir: str, texts: dict) -> tuple[list[dict], list[dict]]:
+    repo = GitRepo(git_dir)
+    trees = []
+    for tag in sorted(project.tags(repo.tags()), key=version_key):
+        tree = repo.tree(tag, project.under, (".py",))
+        trees.append(Tree(tree.version, tree.origin,
+                          tuple(f for f in tree.files if not project.skip.search(f.path))))
+    merged = collect(project.component, project.repo, trees, python_extractor(project.dialect))
+    records = [to_record(m, texts) for m in merged.values()]
+    manifest = [{"repo": project.repo, "version": t.version, "origin": t.origin, "files": len(t.files)}
+                for t in trees]
+    return records, manifest
+
+
 def build(out_dir: Path, sources: dict[str, str]) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     texts = _texts(out_dir)
@@ -159,6 +177,11 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
         recs, read = build_torch(sources, texts)
         produced.update(recs)
         manifest["read"]["pytorch"] = read
+    for name, project in PY_PROJECTS.items():
+        if name in sources:
+            recs, read = build_python_project(project, sources[name], texts)
+            produced[project.component] = recs
+            manifest["read"][name] = read
     for component, records in produced.items():
         write_records(out_dir / f"{component}.jsonl", records)
     counts = {}

@@ -10,6 +10,7 @@ records what was read.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from indexer.catalog.build import version_key
 
@@ -43,3 +44,81 @@ def torch_component(path: str) -> str:
     if path.startswith("c10/cuda/") or "CudaIPCTypes" in path or "CUDACachingAllocator" in path:
         return "cuda"
     return "torch_distributed"
+
+
+# ---- Python projects read from git at their release tags (issue 14) ----------------------
+from dataclasses import dataclass  # noqa: E402
+
+from indexer.catalog.python_src import Dialect, Helper  # noqa: E402
+
+
+def _final_tags(pattern: str, since: tuple) -> Callable[[list[str]], list[str]]:
+    def select(tags: list[str]) -> list[str]:
+        return [t for t in tags if re.fullmatch(pattern, t) and version_key(t) >= since]
+    return select
+
+
+@dataclass(frozen=True)
+class PyProject:
+    """One Python project: where it lives, which tags and paths are read, how it logs."""
+
+    component: str
+    repo: str
+    tags: Callable[[list[str]], list[str]]
+    under: tuple[str, ...]
+    skip: re.Pattern
+    dialect: Dialect
+
+
+_SKIP_TESTS = r"(?:^|/)tests?/|/test_[^/]*\.py$|(?:^|/)examples?/|/benchmarks?/|/docs?/"
+
+PY_PROJECTS: dict[str, PyProject] = {
+    "deepspeed": PyProject(
+        "deepspeed", "deepspeedai/DeepSpeed", _final_tags(r"v\d+\.\d+\.\d+", (0, 9)),
+        ("deepspeed", "op_builder"),
+        # inference kernels, model injection policies and compression are not what training
+        # logs print; the runtime, ZeRO, launcher, comm, checkpoints, accelerator and op builds are
+        re.compile(_SKIP_TESTS + r"|^deepspeed/(?:inference|model_implementations|module_inject|compression"
+                   r"|autotuning|linear|inference_v2|nebula|ops/transformer/inference|compile|ops/sparse_attention)/"),
+        Dialect(
+            helpers={"log_dist": Helper(level=None, anchored=False), "print_rank_0": Helper(),
+                     "print_json_dist": Helper(), "warning_once": Helper(level="warning")},
+            print_paths=("deepspeed/launcher/", "op_builder/", "deepspeed/env_report.py",
+                         "deepspeed/ops/op_builder/", "deepspeed/utils/", "deepspeed/runtime/"),
+        ),
+    ),
+    "megatron": PyProject(
+        "megatron", "NVIDIA/Megatron-LM",
+        lambda tags: [t for t in tags if re.fullmatch(r"core_v\d+\.\d+\.\d+", t)],
+        ("megatron",),
+        re.compile(_SKIP_TESTS + r"|^megatron/(?:core/)?(?:inference|export|post_training|rl)/"
+                   r"|^megatron/(?:core/)?models/(?:multimodal|vision|mamba|retro|T5|bert)"),
+        Dialect(
+            helpers={"print_rank_0": Helper(), "print_rank_last": Helper(), "warn_rank_0": Helper(level="warning"),
+                     "log_single_rank": Helper(msg_arg=2, level=None, level_arg=1, printf=True, anchored=False),
+                     "log_on_each_pipeline_stage": Helper(msg_arg=2, level=None, level_arg=1, printf=True,
+                                                          anchored=False)},
+            print_paths=("megatron/",),
+            assert_paths=(r"(?:^|/)arguments\.py$", r"^megatron/training/", r"transformer_config\.py$",
+                          r"model_parallel_config\.py$", r"^megatron/core/parallel_state\.py$"),
+        ),
+    ),
+    "accelerate": PyProject(
+        "accelerate", "huggingface/accelerate", _final_tags(r"v\d+\.\d+\.\d+", (0, 20)),
+        ("src/accelerate",),
+        re.compile(_SKIP_TESTS + r"|^src/accelerate/test_utils/"),
+        Dialect(print_paths=("src/accelerate/commands/",)),
+    ),
+    "mmengine": PyProject(
+        "mmengine", "open-mmlab/mmengine", _final_tags(r"v\d+\.\d+\.\d+", (0, 1)),
+        ("mmengine",),
+        re.compile(_SKIP_TESTS + r"|^mmengine/(?:visualization|analysis)/"),
+        Dialect(helpers={"print_log": Helper(level=None)}, print_paths=()),
+    ),
+    "xtuner": PyProject(
+        "xtuner", "InternLM/xtuner", _final_tags(r"v\d+\.\d+\.\d+", (0, 1)),
+        ("xtuner",),
+        re.compile(_SKIP_TESTS + r"|^xtuner/(?:configs|chat|v1/ray|v1/rl|v1/data_proto)/"),
+        Dialect(helpers={"print_log": Helper(level=None)}, print_paths=("xtuner/tools/train.py",)),
+    ),
+}
