@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 from pydantic import ValidationError
@@ -51,19 +51,119 @@ class LoadedEntry:
         return self.line
 
 
-@dataclass
 class KnowledgeBase:
-    entries: list[LoadedEntry]
-    findings: list[Finding]
-    digest: str
-    files: list[Path]
-    # The source-derived catalogue (kb/catalog/*.jsonl): every record by id, and those that
-    # can answer a line (text written, enough fixed text) as entries, ranked below curated ones.
-    records: dict = field(default_factory=dict)
-    catalog: list[LoadedEntry] = field(default_factory=list)
-    # ``kb_check.compilable(self)``, kept by the KB cache so a process does not compile every
-    # pattern again at start-up just to learn which ones compile (None: not computed)
-    compiled: list[LoadedEntry] | None = None
+    """The loaded KB: curated entries, findings, the digest of what it was loaded from, and the
+    source catalogue (every record by id; those that can answer a line as entries ranked
+    below curated ones).
+
+    A KB from the cache may arrive in two parts (``kb_cache``): the curated entries and the
+    records they link first, the rest of the catalogue on first use of ``records``,
+    ``catalog`` or ``compiled``. A line a curated entry answers never waits for the rest.
+    """
+
+    def __init__(
+        self, entries: list[LoadedEntry], findings: list[Finding], digest: str, files: list[Path],
+        records: dict | None = None, catalog: list[LoadedEntry] | None = None,
+        compiled: list[LoadedEntry] | None = None,
+    ) -> None:
+        self.entries = entries
+        self.findings = findings
+        self.digest = digest
+        self.files = files
+        self._records = records if records is not None else {}
+        self._catalog = catalog if catalog is not None else []
+        # ``kb_check.compilable(self)``, kept by the KB cache so a process does not compile
+        # every pattern again at start-up just to learn which ones compile (None: not computed)
+        self._compiled = compiled
+        # set on the first part of a two-part KB: () -> (records, catalog, compiled catalogue)
+        self._rest: Callable[[], tuple[dict, list, list]] | None = None
+
+    # ---- the catalogue, completed on first use ------------------------------------------------
+    def _complete(self) -> None:
+        rest, self._rest = self._rest, None
+        if rest is not None:
+            records, catalog, compiled_catalog = rest()
+            self._records = records
+            self._catalog = catalog
+            if self._compiled is not None:
+                self._compiled = self._compiled + compiled_catalog
+
+    @property
+    def complete(self) -> bool:
+        return self._rest is None
+
+    @property
+    def records(self) -> dict:
+        self._complete()
+        return self._records
+
+    @records.setter
+    def records(self, value: dict) -> None:
+        self._complete()
+        self._records = value
+
+    @property
+    def catalog(self) -> list[LoadedEntry]:
+        self._complete()
+        return self._catalog
+
+    @catalog.setter
+    def catalog(self, value: list[LoadedEntry]) -> None:
+        self._complete()
+        self._catalog = value
+
+    @property
+    def compiled(self) -> list[LoadedEntry] | None:
+        self._complete()
+        return self._compiled
+
+    @compiled.setter
+    def compiled(self, value: list[LoadedEntry] | None) -> None:
+        self._complete()
+        self._compiled = value
+
+    def curated_compiled(self) -> list[LoadedEntry] | None:
+        """The curated entries whose patterns compile, without completing the catalogue."""
+        if self._compiled is None:
+            return None
+        ids = self._curated_ids()
+        return [l for l in self._compiled if l.entry.id in ids]
+
+    def record_for(self, entry_id: str, formats: list[str]) -> object | None:
+        """The catalogue record of an answer: the record itself, or the first format a curated
+        entry links. Linked records travel with the curated part, so this needs no more."""
+        records = self._records
+        rec = records.get(entry_id) or next((records[f] for f in formats if f in records), None)
+        if rec is None and self._rest is not None and entry_id not in self._curated_ids():
+            rec = self.records.get(entry_id)
+        return rec
+
+    def _curated_ids(self) -> set[str]:
+        ids = self.__dict__.get("_curated_id_set")
+        if ids is None:
+            ids = self.__dict__["_curated_id_set"] = {l.entry.id for l in self.entries}
+        return ids
+
+    def split(self) -> tuple["KnowledgeBase", tuple[dict, list, list]]:
+        """The curated part (with the records curated entries link) and the rest, for a cache
+        that loads the rest only when a line needs it."""
+        self._complete()
+        curated_ids = {l.entry.id for l in self.entries}
+        linked = {f for l in self.entries for f in l.entry.formats}
+        first = KnowledgeBase(
+            self.entries, self.findings, self.digest, self.files,
+            records={k: v for k, v in self._records.items() if k in linked}, catalog=[],
+            compiled=None if self._compiled is None else [l for l in self._compiled if l.entry.id in curated_ids],
+        )
+        rest = (self._records, self._catalog,
+                [] if self._compiled is None else [l for l in self._compiled if l.entry.id not in curated_ids])
+        return first, rest
+
+    def __getstate__(self) -> dict:
+        self._complete()
+        state = dict(self.__dict__)
+        state.pop("_curated_id_set", None)
+        return state
 
     @property
     def all_entries(self) -> list[LoadedEntry]:

@@ -117,10 +117,16 @@ class Explainer:
                 f"explainlog: warning: {len(self.kb.findings)} KB problem(s) skipped, first: "
                 f"{self.kb.findings[0]} (run 'explainlog kb check')"
             )
-        compiled = self.kb.compiled if self.kb.compiled is not None else compilable(self.kb)
-        self.entries: list[PatternEntry] = [l.entry for l in compiled]
-        self.by_id = {e.id: e for e in self.entries}
-        self.patterns = PatternSet(self.entries)
+        # Two pattern sets: the curated entries, compiled now (a line they know is answered
+        # without reading or compiling the catalogue), and every entry with the catalogue's
+        # records, built on the first line the curated set does not answer.
+        curated = self.kb.curated_compiled()
+        if curated is None:
+            curated = compilable(self.kb, catalog=False)
+        self._curated: list[PatternEntry] = [l.entry for l in curated]
+        self._curated_patterns = PatternSet(self._curated)
+        self._all: tuple[list[PatternEntry], dict[str, PatternEntry], PatternSet] | None = None
+        self._all_lock = threading.Lock()
         self.index_policy = index_policy
         self._encoder = encoder
         self._model_path = model_path
@@ -131,6 +137,29 @@ class Explainer:
         self.cache_limit_bytes = cache_bytes
         # Set by a server: never-seen lines of concurrent requests are encoded together, fairly.
         self.scheduler: EncodeScheduler | None = None
+
+    # ---- every entry: curated ones, then catalogue records ----------------------------------
+    def _everything(self) -> tuple[list[PatternEntry], dict[str, PatternEntry], PatternSet]:
+        if self._all is None:
+            with self._all_lock:
+                if self._all is None:
+                    compiled = self.kb.compiled if self.kb.compiled is not None else compilable(self.kb)
+                    entries = [l.entry for l in compiled]
+                    self._all = (entries, {e.id: e for e in entries}, PatternSet(entries))
+        return self._all
+
+    @property
+    def entries(self) -> list[PatternEntry]:
+        """Every entry in tier order (curated, then catalogue); indices are ``patterns``'."""
+        return self._everything()[0]
+
+    @property
+    def by_id(self) -> dict[str, PatternEntry]:
+        return self._everything()[1]
+
+    @property
+    def patterns(self) -> PatternSet:
+        return self._everything()[2]
 
     # ---- semantic tier plumbing -------------------------------------------------------------
     @property
@@ -215,6 +244,14 @@ class Explainer:
         if not line.message and not line.context.get("prefix_only"):
             return None  # a blank line; a prefix with nothing after it is matched below
         message = line.message
+        # A curated entry outranks every catalogue record, so a curated match is the answer
+        # whatever the catalogue holds: no need to load or compile it.
+        hits = self._curated_patterns.matching(message, line.context)
+        if hits:
+            entry = self._curated[hits[0]]
+            fields = self._curated_patterns.groups(hits[0], message)
+            candidates = [{"pattern_id": self._curated[h].id, "confidence": REGEX_CONFIDENCE} for h in hits[:3]]
+            return self._known(line, entry, fields, REGEX_CONFIDENCE, "regex", candidates)
         hits = self.patterns.matching(message, line.context)
         if not hits:
             # The last line of a traceback, "XError: message": when no entry knows the whole
@@ -301,8 +338,7 @@ class Explainer:
     def source(self, entry: PatternEntry) -> dict | None:
         """Where the line is printed and in which releases: the catalogue record itself, or the
         first format a curated entry links; an unlinked curated entry names its source file."""
-        records = self.kb.records
-        rec = records.get(entry.id) or next((records[f] for f in entry.formats if f in records), None)
+        rec = self.kb.record_for(entry.id, entry.formats)
         if rec is not None:
             return source_of(rec)
         repo, _, file = entry.source.partition(" ")

@@ -56,3 +56,56 @@ def test_only_a_few_copies_are_kept(tmp_path):
         entry["id"] = f"demo.e{n}"
         kb_cache.load_kb_cached(write_kb(tmp_path / f"kb{n}", entry), tmp_path / "cache")
     assert len(list((tmp_path / "cache").glob("kb-*.pickle"))) == kb_cache.KEEP
+
+
+RECORD = {
+    "id": "nccl.net_ib.0badc0de", "component": "nccl", "repo": "NVIDIA/nccl", "file": "src/transport/net_ib.cc",
+    "line": 1, "function": "ncclIbInit", "level": "WARN", "call": "WARN",
+    "format": "NET/IB : No device found for {dev}", "pattern": r"^NET/IB : No device found for (?P<dev>.*?)\s*$",
+    "groups": {"dev": "dev"}, "versions": ["v2.19.3-1"], "matchable": True, "severity": "warning",
+    "role": "root_cause", "title": {"en": "No IB device", "zh": "没有 IB 设备"},
+    "explanation": {"en": "Printed when no device is found.", "zh": "找不到设备时打印。"},
+    "action": {"en": "Check the HCA.", "zh": "检查 HCA。"},
+    "example": {"line": "NET/IB : No device found for mlx5_0", "constructed": True},
+}
+
+
+@pytest.fixture
+def kb_with_catalog(tmp_path):
+    import json
+
+    kb_dir = write_kb(tmp_path, VALID)
+    (kb_dir / "catalog").mkdir()
+    (kb_dir / "catalog" / "nccl.jsonl").write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
+    return kb_dir
+
+
+def test_the_catalogue_part_is_read_only_when_a_line_needs_it(kb_with_catalog, tmp_path, monkeypatch):
+    from service.explainer import Explainer
+
+    monkeypatch.setenv("EXPLAINLOG_CACHE", str(tmp_path / "cache"))
+    kb_cache.load_kb_cached(kb_with_catalog)  # writes both parts
+    assert sorted(p.suffix for p in (tmp_path / "cache").iterdir()) == [".pickle", ".rest"]
+    monkeypatch.setattr(kb_cache, "load_kb", lambda kb_dir: pytest.fail("parsed the YAML again"))
+    ex = Explainer(kb_with_catalog, index_policy="refuse")
+    curated = ex.explain_many(["h:1:2 [2] NCCL INFO Setting affinity for GPU 2 to ff0000"], semantic=False)[0]
+    assert curated["pattern_id"] == "demo.affinity" and not ex.kb.complete
+    record = ex.explain_many(["h:1:2 [2] NCCL WARN NET/IB : No device found for mlx5_0"], semantic=False)[0]
+    assert (record["pattern_id"], record["tier"]) == ("nccl.net_ib.0badc0de", "catalog") and ex.kb.complete
+    assert record["source"]["function"] == "ncclIbInit"
+    assert [e.id for e in ex.entries] == ["demo.affinity", "nccl.net_ib.0badc0de"]
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_a_lost_catalogue_part_is_read_from_the_kb(kb_with_catalog, tmp_path, damage):
+    cache = tmp_path / "cache"
+    kb_cache.load_kb_cached(kb_with_catalog, cache)
+    [rest] = cache.glob("kb-*.rest")
+    if damage == "missing":
+        rest.unlink()
+    else:
+        rest.write_bytes(b"\x80\x05 not a pickle")
+    kb = kb_cache.load_kb_cached(kb_with_catalog, cache)
+    assert ids(kb) == ["demo.affinity"]
+    assert list(kb.records) == ["nccl.net_ib.0badc0de"]
+    assert [l.entry.id for l in kb.compiled] == ["demo.affinity", "nccl.net_ib.0badc0de"]
