@@ -324,3 +324,88 @@ def test_python_project_is_read_at_its_release_tags(tmp_path):
     assert rows["new"]["repo"] == "deepspeedai/DeepSpeed" and rows["new"]["component"] == "deepspeed"
     manifest = json.loads((out / "manifest.json").read_text())
     assert [t["version"] for t in manifest["read"]["deepspeed"]] == ["v0.9.0", "v0.10.0"]
+
+
+def test_messages_built_in_steps_inlined_constants_and_print_arguments():
+    from indexer.catalog.python_src import python_file
+    from indexer.catalog.spec import PY_PROJECTS
+
+    src = textwrap.dedent('''
+        def f(args, it):
+            print("Virtual model parallel size ", args.vpp, flush=True)
+            print("written to a file", file=handle)
+            err = "{mode} mixed precision requires {requirement}"
+            raise ValueError(err.format(mode="fp16", requirement="a GPU"))
+
+        def g(it):
+            log_string = f" iteration {it:8d}/{total:8d} |"
+            if loss:
+                log_string += f" lm loss: {loss:.6E} |"
+            log_string += " skipped: {}".format(n)
+            print_rank_last(log_string)
+            print_log("There is no ema_state_dict in checkpoint", "current", logging.WARNING)
+    ''')
+    dialect = PY_PROJECTS["megatron"].dialect
+    occs = {o.kind: o for o in python_file("megatron/training/training.py", src, dialect)}
+    printed = "".join(p if isinstance(p, str) else "{}" for p in occs["print"].pieces)
+    assert printed == "Virtual model parallel size  {}"  # print's own separator; the file print is not a log line
+    assert occs["raise"].pieces == ("fp16 mixed precision requires a GPU",)
+    last = occs["print_rank_last"].pieces
+    pattern, groups = to_pattern(list(last))
+    # blank-padded numbers, and whatever the later `+=` appended, conditionally or not
+    line = " iteration      120/    1000 | lm loss: 2.305E+00 | skipped: 0"
+    assert re2.compile(pattern).search(line) and [n for n, _ in groups] == ["it", "total", "more"]
+    mm = {o.kind: o for o in python_file("mmengine/hooks/ema_hook.py", src, PY_PROJECTS["mmengine"].dialect)}
+    assert mm["print_log"].level == "warning"  # the level passed by position
+
+
+def test_slurm_log_calls_percent_m_step_ids_and_error_table():
+    from indexer.catalog.extract import slurm_file
+
+    c = textwrap.dedent('''
+        static void _alloc(void) {
+            error("Unable to allocate resources: %m");
+            error("%ps exceeded memory limit (%"PRIu64" > %"PRIu64"), being killed", &step_id, total, limit);
+            debug("not a user-facing line %d", x);
+        }
+    ''')
+    got = {(o.level, display(o.pieces)) for o in slurm_file("src/srun/allocate.c", c)}
+    assert got == {("error", "Unable to allocate resources: {strerror(errno)}"),
+                   ("error", "{&step_id} exceeded memory limit ({total} > {limit}), being killed")}
+    table = textwrap.dedent('''
+        slurm_errtab_t slurm_errtab[] = {
+            { ERRTAB_ENTRY(SLURM_ERROR), "Unspecified error"},
+            { SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT,
+              "Socket timed out on send/recv operation"		},
+            {
+                ERRTAB_ENTRY(ESLURM_INVALID_TIME_LIMIT),
+                "Requested time limit is invalid (missing or exceeds some limit)",
+            },
+        };
+    ''')
+    rows = {o.function: display(o.pieces) for o in slurm_file("src/common/slurm_errno.c", table)}
+    # both table styles (before and after 23.02); too-common texts are left out
+    assert rows == {"SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT": "Socket timed out on send/recv operation",
+                    "ESLURM_INVALID_TIME_LIMIT": "Requested time limit is invalid (missing or exceeds some limit)"}
+    pattern, _ = to_pattern(["Unable to allocate resources: ", Slot("str", "strerror(errno)")], anchor_start=False)
+    assert re2.compile(pattern).search("srun: error: Unable to allocate resources: Socket timed out on send/recv operation")
+
+
+def display(pieces):
+    from indexer.catalog.formats import display_format
+
+    return display_format(list(pieces))
+
+
+def test_a_text_follows_its_call_when_the_id_changes(tmp_path):
+    from indexer.catalog.build import load_texts
+
+    path = tmp_path / "x.jsonl"
+    row = {"id": "deepspeed.engine.00000000", "component": "deepspeed", "file": "deepspeed/runtime/engine.py",
+           "line": 12, "title": {"en": "T", "zh": "标题"}, "explanation": {"en": "E", "zh": "解释"},
+           "example": {"line": "x", "constructed": True}}
+    twin = dict(row, id="deepspeed.engine.11111111", line=40)
+    path.write_text(json.dumps(row) + "\n" + json.dumps(twin) + "\n" + json.dumps(dict(twin, id="deepspeed.engine.22222222")) + "\n")
+    texts = load_texts(path)
+    assert texts[("at", "deepspeed", "deepspeed/runtime/engine.py", 12)]["title"]["zh"] == "标题"
+    assert texts[("at", "deepspeed", "deepspeed/runtime/engine.py", 40)] is None  # two texts at one place: neither

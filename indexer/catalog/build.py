@@ -89,7 +89,9 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         body = pattern[1:-len(r"\s*$")]
         pattern = r"^(?:Warning:\s+)?" + body + r"(?:\s+\(function .*\))?\s*$"
     rid = record_id(m.component, m.first.file, m.level, fmt)
-    text = texts.get(rid, {})
+    # by id; else by place, for a record whose id changed because the extractor now reads its
+    # format or level better (the text was written for the call at that line, not its id)
+    text = texts.get(rid) or texts.get(("at", m.component, m.first.file, m.first.line)) or {}
     level_severity = {
         "INFO": "info", "WARN": "warning", "WARNING": "warning", "ERROR": "error", "FATAL": "fatal",
         "debug": "info", "info": "info", "warning": "warning", "warn": "warning", "error": "error",
@@ -156,6 +158,10 @@ def load_texts(path: Path) -> dict[str, dict]:
         if ex and ex.get("line"):
             keep["example_kept"] = (ex["line"], bool(ex.get("constructed")))
         texts[rec["id"]] = keep
+        if keep.get("title"):
+            place = ("at", rec["component"], rec["file"], rec["line"])
+            # a place that held two written records cannot say which text is whose
+            texts[place] = None if place in texts else keep
     return texts
 
 

@@ -271,7 +271,7 @@ def literal_concat(arg: str) -> str | None:
     return "".join(out) if saw_literal else None
 
 
-def printf_from_args(fmt_arg: str, rest: list[str]) -> list[Piece] | None:
+def printf_from_args(fmt_arg: str, rest: list[str], strerror_m: bool = False) -> list[Piece] | None:
     fmt = literal_concat(fmt_arg)
     if fmt is None:
         return None
@@ -282,7 +282,7 @@ def printf_from_args(fmt_arg: str, rest: list[str]) -> list[Piece] | None:
         n_conv = sum(1 for m in re.finditer(r"%(?!%)[-+ #0']*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlLzjtq]*[diouxXeEfFgGaAcsp]", part))
         stars = part.count("*")
         take = n_conv + (stars if "%*" in part or ".*" in part else 0)
-        pieces.extend(printf_pieces(part, args[:take]))
+        pieces.extend(printf_pieces(part, args[:take], strerror_m))
         args = args[take:]
         if k < len(parts) - 1:
             pieces.append(Slot("any", "macro"))

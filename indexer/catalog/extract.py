@@ -127,6 +127,40 @@ def torch_cpp_file(path: str, text: str) -> list[Occurrence]:
     return out
 
 
+# ---- Slurm ---------------------------------------------------------------------------------
+# log.h: every daemon and command logs through these; the line reads "<program>: <level>: msg"
+# ("srun: error: ...", "slurmstepd: error: ..."; info and verbose print no level word).
+SLURM_CALLS = r"fatal|fatal_abort|error|info|verbose|sched_error|sched_info|sched_verbose|warning"
+SLURM_LEVEL = {"fatal": "fatal", "fatal_abort": "fatal", "error": "error", "sched_error": "error",
+               "info": "info", "sched_info": "info", "verbose": "verbose", "sched_verbose": "verbose",
+               "warning": "warning"}
+_ERRTAB = re.compile(r"\{\s*(?:ERRTAB_ENTRY\((?P<code>\w+)\)|(?P<old>[A-Z][A-Z0-9_]+))\s*,\s*(?P<text>(?:\"(?:\\.|[^\"\\])*\"\s*)+),?\s*\}")
+
+
+def slurm_file(path: str, text: str) -> list[Occurrence]:
+    """Slurm's log calls (``error("...%m", ...)``; ``%m`` is ``slurm_strerror(errno)``), and
+    the error table of ``slurm_strerror`` (``slurm_errno.c``), whose texts end the lines of
+    failed calls ("srun: error: Unable to allocate resources: <text>")."""
+    out = []
+    src = Source(text)
+    if path.endswith("slurm_errno.c"):
+        for m in _ERRTAB.finditer(text):
+            literal = "".join(re.findall(r'"((?:\\.|[^"\\])*)"', m.group("text")))
+            if literal_weight([literal]) < 18 or len(literal.split()) < 3:
+                continue  # "No error", "Unspecified error": too common to recognise a line by
+            line = text.count("\n", 0, m.start()) + 1
+            out.append(Occurrence(path, line, m.group("code") or m.group("old"), "errno", (literal,), False, "slurm_errtab"))
+        return out
+    for call in src.calls(SLURM_CALLS):
+        if not call.args:
+            continue
+        pieces = printf_from_args(call.args[0], call.args[1:], strerror_m=True)
+        if not pieces:
+            continue
+        out.append(Occurrence(path, call.line, call.function, SLURM_LEVEL[call.name], tuple(pieces), False, call.name))
+    return out
+
+
 def _close_paren(code: str, open_at: int) -> int:
     depth = 0
     for i in range(open_at, len(code)):

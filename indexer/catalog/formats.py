@@ -48,14 +48,29 @@ PRINTF_SPEC = re.compile(
 )
 
 
-def printf_pieces(fmt: str, args: list[str]) -> list[Piece]:
-    """Cut a printf format into pieces, naming each conversion after its argument."""
+# Slurm's log functions add %m (slurm_strerror(errno)) and %p<letter>: %pJ a job ("JobId=12"),
+# %ps/%pS a step ("StepId=12.0"), %pA an address, %pd/%pD data.
+PRINTF_SPEC_M = re.compile(r"%(?P<m>m)|%p(?P<slurm>[AdDJsS])|" + PRINTF_SPEC.pattern)
+
+
+def printf_pieces(fmt: str, args: list[str], strerror_m: bool = False) -> list[Piece]:
+    """Cut a printf format into pieces, naming each conversion after its argument.
+
+    ``strerror_m``: ``%m`` prints ``strerror(errno)`` and takes no argument (glibc, and
+    Slurm's own log functions, which print ``slurm_strerror(errno)``)."""
     pieces: list[Piece] = []
     pos = 0
     arg_iter = iter(args)
-    for m in PRINTF_SPEC.finditer(fmt):
+    spec = PRINTF_SPEC_M if strerror_m else PRINTF_SPEC
+    for m in spec.finditer(fmt):
         pieces.append(fmt[pos:m.start()])
         pos = m.end()
+        if strerror_m and m.group("m"):
+            pieces.append(Slot("str", "strerror(errno)"))
+            continue
+        if strerror_m and m.group("slurm"):
+            pieces.append(Slot("str", next(arg_iter, "")))
+            continue
         conv = m.group("conv")
         if conv == "%":
             pieces.append("%")

@@ -51,6 +51,23 @@ class Dialect:
 
 
 TORCH = Dialect()
+MORE = "more"  # the name of what a message gains after it is first bound (``msg += ...``)
+
+
+def _inline_constants(pieces: list[Piece]) -> list[Piece]:
+    """A value given as a literal (``err.format(mode="fp16")``) prints as that literal."""
+    out: list[Piece] = []
+    for piece in pieces:
+        if isinstance(piece, Slot):
+            try:
+                value = ast.literal_eval(piece.arg)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                value = None
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and piece.arg.strip():
+                out.append(str(value))
+                continue
+        out.append(piece)
+    return merge_pieces(out)
 
 
 def _src(node: ast.AST) -> str:
@@ -76,7 +93,9 @@ def pieces_of(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> list[
                 if isinstance(value.format_spec, ast.JoinedStr):
                     spec = "".join(str(v.value) for v in value.format_spec.values if isinstance(v, ast.Constant))
                 kind = "float" if spec[-1:] in "fFeEgG%" and spec else "int" if spec[-1:] == "d" else "any"
-                out.append(Slot(kind, _src(value.value)))
+                # a width ({it:8d}, {name:>10}) pads with blanks; a leading 0 pads with zeros
+                padded = bool(re.match(r"^(?:.?[<>^=])?[+\- ]?#?[1-9]", spec))
+                out.append(Slot(kind, _src(value.value), padded))
         return merge_pieces(out)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left = pieces_of(node.left, names, depth + 1)
@@ -103,6 +122,27 @@ def pieces_of(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> list[
     if isinstance(node, ast.Name) and node.id in names:
         return pieces_of(names[node.id], {k: v for k, v in names.items() if k != node.id}, depth + 1)
     return None
+
+
+def _print_pieces(call: ast.Call, names) -> list[Piece] | None:
+    """``print(a, b, sep=" ")``: every argument, joined by the separator."""
+    sep = " "
+    for k in call.keywords:
+        if k.arg == "sep":
+            if not (isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)):
+                return pieces_of(call.args[0], names)
+            sep = k.value.value
+        elif k.arg == "file":
+            return None  # written to a file, not the log
+    parts: list = []
+    for n, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return None
+        if n:
+            parts.append(sep)
+        got = pieces_of(arg, names)
+        parts.append(got if got is not None else [Slot("any", _src(arg))])
+    return merge_pieces(parts)
 
 
 def _logging_pieces(call: ast.Call, names) -> list[Piece] | None:
@@ -151,7 +191,19 @@ class _Visitor(ast.NodeVisitor):
             self.names[-1][node.targets[0].id] = node.value
         self.generic_visit(node)
 
+    def visit_AugAssign(self, node):  # noqa: N802
+        # ``msg += ...`` (often under a condition): the message goes on past what was bound
+        # first, so its format ends open, with whatever was appended as one trailing value
+        scope = self.names[-1]
+        if isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add) and node.target.id in scope:
+            bound = scope[node.target.id]
+            if not (isinstance(bound, ast.BinOp) and isinstance(bound.right, ast.Name) and bound.right.id == MORE):
+                scope[node.target.id] = ast.BinOp(left=bound, op=ast.Add(), right=ast.Name(id=MORE))
+        self.generic_visit(node)
+
     def _emit(self, node, level, pieces, kind, anchored):
+        if pieces:
+            pieces = _inline_constants(list(pieces))
         if not pieces or not any(isinstance(p, str) and p.strip() for p in pieces):
             return
         where = ".".join(self.func[-2:]) if self.func else "<module>"
@@ -198,7 +250,7 @@ class _Visitor(ast.NodeVisitor):
                     category = _src(k.value).split(".")[-1]
             self._emit(node, "warn " + category, pieces_of(node.args[0], scope), "warnings.warn", False)
         elif self.prints and isinstance(func, ast.Name) and func.id == "print" and node.args:
-            self._emit(node, "print", pieces_of(node.args[0], scope), "print", True)
+            self._emit(node, "print", _print_pieces(node, scope), "print", True)
         self.generic_visit(node)
 
     def visit_Raise(self, node):  # noqa: N802

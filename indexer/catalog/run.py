@@ -8,6 +8,7 @@ Sources (``--source NAME=PATH``):
                 the printable strings of its native libraries (``strings -n 4 lib*.so``)
   torch-src     a directory with one sub-directory per release (``2.6.0/``) holding an unpacked
                 PyTorch source archive (``torch/csrc/distributed/c10d``, ``c10/cuda`` ...)
+  slurm         a git directory of SchedMD/slurm with its tags
   deepspeed, megatron, accelerate, mmengine, xtuner
                 git directories of those projects with their tags (``indexer.catalog.spec``
                 says which tags and paths are read, and which helper functions log)
@@ -20,12 +21,12 @@ import json
 from pathlib import Path
 
 from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
-from indexer.catalog.extract import nccl_file, torch_cpp_file
+from indexer.catalog.extract import nccl_file, slurm_file, torch_cpp_file
 from indexer.catalog.python_src import python_extractor, python_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
 from indexer.catalog.spec import (
-    NCCL_SUFFIXES, PY_PROJECTS, TORCH_CPP_SKIP, TORCH_PY_KEEP, PyProject, nccl_tags, rccl_tags,
-    torch_component,
+    NCCL_SUFFIXES, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, TORCH_CPP_SKIP, TORCH_PY_KEEP, PyProject,
+    nccl_tags, rccl_tags, slurm_tags, torch_component,
 )
 
 MANIFEST = "manifest.json"
@@ -163,6 +164,19 @@ def build_python_project(project: PyProject, git_dir: str, texts: dict) -> tuple
     return records, manifest
 
 
+def build_slurm(git_dir: str, texts: dict) -> tuple[list[dict], list[dict]]:
+    repo = GitRepo(git_dir)
+    trees = []
+    for tag in slurm_tags(repo.tags()):
+        tree = repo.tree(tag, SLURM_UNDER, (".c", ".h"))
+        trees.append(Tree(tree.version, tree.origin, tuple(f for f in tree.files if not SLURM_SKIP.search(f.path))))
+    merged = collect("slurm", "SchedMD/slurm", trees, slurm_file)
+    records = [to_record(m, texts) for m in merged.values()]
+    manifest = [{"repo": "SchedMD/slurm", "version": t.version, "origin": t.origin, "files": len(t.files)}
+                for t in trees]
+    return records, manifest
+
+
 def build(out_dir: Path, sources: dict[str, str]) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     texts = _texts(out_dir)
@@ -177,6 +191,10 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
         recs, read = build_torch(sources, texts)
         produced.update(recs)
         manifest["read"]["pytorch"] = read
+    if "slurm" in sources:
+        recs, read = build_slurm(sources["slurm"], texts)
+        produced["slurm"] = recs
+        manifest["read"]["slurm"] = read
     for name, project in PY_PROJECTS.items():
         if name in sources:
             recs, read = build_python_project(project, sources[name], texts)

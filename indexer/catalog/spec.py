@@ -113,12 +113,37 @@ PY_PROJECTS: dict[str, PyProject] = {
         "mmengine", "open-mmlab/mmengine", _final_tags(r"v\d+\.\d+\.\d+", (0, 1)),
         ("mmengine",),
         re.compile(_SKIP_TESTS + r"|^mmengine/(?:visualization|analysis)/"),
-        Dialect(helpers={"print_log": Helper(level=None)}, print_paths=()),
+        # print_log(msg, logger=None, level=logging.INFO): the level is also passed by position
+        Dialect(helpers={"print_log": Helper(level=None, level_arg=2)}, print_paths=()),
     ),
     "xtuner": PyProject(
         "xtuner", "InternLM/xtuner", _final_tags(r"v\d+\.\d+\.\d+", (0, 1)),
         ("xtuner",),
         re.compile(_SKIP_TESTS + r"|^xtuner/(?:configs|chat|v1/ray|v1/rl|v1/data_proto)/"),
-        Dialect(helpers={"print_log": Helper(level=None)}, print_paths=("xtuner/tools/train.py",)),
+        Dialect(helpers={"print_log": Helper(level=None, level_arg=2)}, print_paths=("xtuner/tools/train.py",)),
     ),
 }
+
+
+# ---- C projects read from git at release tags ---------------------------------------------
+def slurm_tags(tags: list[str]) -> list[str]:
+    """The last release of each Slurm major version from 20.02 on (``slurm-24-05-8-1``)."""
+    last: dict[tuple, tuple] = {}
+    for t in tags:
+        m = re.fullmatch(r"slurm-(\d+)-(\d+)-(\d+)-(\d+)", t)
+        if m:
+            key = version_key(t)
+            major = key[:2]
+            if major >= (20, 2) and (major not in last or key > last[major][0]):
+                last[major] = (key, t)
+    return [t for _, t in sorted(last.values())]
+
+
+# what a training job's log shows: the commands that launch it, the step daemon that runs it,
+# the library calls they make and the plugins that kill or confine it (cgroups, OOM, MPI)
+SLURM_UNDER = ("src/srun", "src/salloc", "src/sbatch", "src/scancel", "src/slurmd/slurmstepd",
+               "src/common", "src/api", "src/plugins/task", "src/plugins/cgroup",
+               "src/plugins/jobacct_gather", "src/plugins/mpi", "src/plugins/proctrack",
+               "src/plugins/switch", "src/plugins/job_container", "src/plugins/prep",
+               "src/plugins/launch", "src/bcast")
+SLURM_SKIP = re.compile(r"/(?:testsuite|tests?)/|_test\.c$")

@@ -11,6 +11,7 @@ before it is written; rejected texts are reported, never half-merged.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -20,6 +21,23 @@ from indexer.catalog.records import catalog_files
 from indexer.schema import Bilingual, Role, Severity
 
 KEYS = ("severity", "role", "title", "explanation", "action")
+
+
+def _name_fields(text: dict, groups: dict[str, str]) -> dict:
+    """Writers quote a value as the format shows it, ``{self.scope}``; an answer fills
+    ``{group}``. Rewrite each quoted argument to the name of the group that captures it."""
+    by_arg = {arg: name for name, arg in groups.items()}
+    if not by_arg:
+        return text
+
+    def fix(value: str) -> str:
+        return re.sub(r"\{([^{}]+)\}", lambda m: "{" + by_arg[m.group(1)] + "}" if m.group(1) in by_arg else m.group(0), value)
+
+    out = dict(text)
+    for key in ("title", "explanation", "action"):
+        if isinstance(out.get(key), dict):
+            out[key] = {lang: fix(v) for lang, v in out[key].items()}
+    return out
 
 
 def _valid(text: dict) -> str | None:
@@ -76,6 +94,7 @@ def import_texts(kb_dir: Path, text_files: list[Path], worklists: list[Path] = (
         if row is None:
             unmatched += 1
             continue
+        text = _name_fields(text, row.get("groups") or {})
         for key in KEYS:
             row[key] = text.get(key)
         merged += 1
