@@ -127,6 +127,15 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     ("dmesg", re.compile(r"\[\s*(?P<uptime>\d+\.\d+)\] ")),
+    # ROCm's runtime log (AMD_LOG_LEVEL>0, rocclr/utils/debug.cpp): ":3:hip_module.cpp  :662 :
+    # 2786461895 us: [pid:77 tid:0x7f] msg"; older releases print "(%010lld) us" or no time
+    (
+        "amd_log",
+        re.compile(
+            r":\s?(?P<amd_log_level>\d):\s*(?P<source_location>[\w.\-]+\s*:\s*\d+)\s*:\s*"
+            r"(?:\(\d+\)\s*(?:us\s+)?|\d+\s+us:\s*)?(?:\[pid:\s*(?P<pid>\d+)\s+tid:\s*(?P<tid>0x[0-9a-fA-F]+)\]\s*)?(?=\S)"
+        ),
+    ),
 ]
 
 _LEVEL_NAMES = {"I": "info", "W": "warning", "E": "error", "F": "fatal", "WARN": "warning"}

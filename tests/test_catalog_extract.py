@@ -409,3 +409,55 @@ def test_a_text_follows_its_call_when_the_id_changes(tmp_path):
     texts = load_texts(path)
     assert texts[("at", "deepspeed", "deepspeed/runtime/engine.py", 12)]["title"]["zh"] == "标题"
     assert texts[("at", "deepspeed", "deepspeed/runtime/engine.py", 40)] is None  # two texts at one place: neither
+
+
+def test_hip_runtime_log_macros_and_error_strings():
+    from indexer.catalog.extract import clr_file
+
+    code = textwrap.dedent(r'''
+        #define HIP_ERROR_PRINT(err, ...)                                                  \
+          ClPrint(amd::LOG_INFO, amd::LOG_API, "%s: Returned %s : %s",                     \
+                  __func__, hip::ihipGetErrorName(err), ToString( __VA_ARGS__ ).c_str());
+        bool init() {
+          LogPrintfError("Cannot find CO in the bundle for ISA: %s", isa.c_str());
+          ClPrint(amd::LOG_DEBUG, amd::LOG_CODE, "debug only %d", x);
+          LogWarning("HSA_XNACK is set but the device does not support it");
+        }
+    ''')
+    got = {(o.level, display(o.pieces)) for o in clr_file("hipamd/src/hip_code_object.cpp", code)}
+    assert got == {("info", "{__func__}: Returned {hip::ihipGetErrorName(err)} : {ToString( __VA_ARGS__ ).c_str()}"),
+                   ("error", "Cannot find CO in the bundle for ISA: {isa.c_str()}"),
+                   ("warning", "HSA_XNACK is set but the device does not support it")}
+    returned = next(o for o in clr_file("hipamd/src/x.cpp", code) if "Returned" in display(o.pieces))
+    pattern, _ = to_pattern(list(returned.pieces))
+    assert re2.compile(pattern).search("hipLaunchKernel: Returned hipSuccess :")  # nothing after the last ':'
+    table = textwrap.dedent('''
+        const char* ihipGetErrorName(hipError_t e) { switch (e) { case hipErrorNoBinaryForGpu: return "hipErrorNoBinaryForGpu"; } }
+        const char* ihipGetErrorString(hipError_t e) { switch (e) {
+            case hipErrorNoBinaryForGpu:
+                return "no kernel image is available for execution on the device";
+            case hipErrorMapFailed: return "map failed"; } }
+    ''')
+    rows = {o.function: display(o.pieces) for o in clr_file("hipamd/src/hip_error.cpp", table)}
+    assert rows == {"hipErrorNoBinaryForGpu": "no kernel image is available for execution on the device"}
+
+
+def test_verbs_stderr_warnings_provider_errors_and_devinfo_fields():
+    from indexer.catalog.extract import rdma_file
+
+    lib = textwrap.dedent('''
+        #define PFX "libibverbs: "
+        static void load(const char *name) {
+            fprintf(stderr, PFX "Warning: couldn't load driver '%s'.\\n", name);
+            fprintf(fp, "to a file %d", x);
+            printf("debug print %d", y);
+            mlx5_err(ctx->dbg_fp, "Failed to create QP, ret %d\\n", ret);
+        }
+    ''')
+    got = {(o.level, display(o.pieces)) for o in rdma_file("libibverbs/dynamic_driver.c", lib)}
+    assert got == {("warning", "{macro}Warning: couldn't load driver '{name}'.\n"),
+                   ("error", "Failed to create QP, ret {ret}\n")}
+    tool = 'int main() { printf("\\t\\t\\tphys_state:\\t\\t%s (%d)\\n", port_phy_state_str(s), s); }'
+    [field] = rdma_file("libibverbs/examples/devinfo.c", tool)
+    pattern, _ = to_pattern(list(field.pieces), anchor_start=False)
+    assert field.level == "print" and re2.compile(pattern).search("phys_state:   LINK_UP (5)")

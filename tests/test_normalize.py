@@ -55,6 +55,14 @@ CASES = [
     ),
     ("Sep 10 14:27:22 gpu-node7 kernel: NVRM: Xid (PCI:0000:3b:00): 79", "NVRM: Xid (PCI:0000:3b:00): 79", {"host": "gpu-node7", "logger": "kernel"}),
     ("[12345.678901] NVRM: Xid (PCI:0000:3b:00): 79", "NVRM: Xid (PCI:0000:3b:00): 79", {"uptime": "12345.678901"}),
+    # ROCm's AMD_LOG_LEVEL prefix, as ROCm 6 prints it and as ROCm 5 did (no pid/tid)
+    (
+        ":3:hip_module.cpp           :662 : 2786461895 us: [pid:77   tid:0x7f3a] hipLaunchKernel: Returned hipSuccess :",
+        "hipLaunchKernel: Returned hipSuccess :",
+        {"amd_log_level": "3", "source_location": "hip_module.cpp           :662", "pid": "77", "tid": "0x7f3a"},
+    ),
+    (":1:rocdevice.cpp            :1663: 0 us: Device not found", "Device not found",
+     {"amd_log_level": "1", "source_location": "rocdevice.cpp            :1663"}),
 ]
 
 

@@ -161,6 +161,82 @@ def slurm_file(path: str, text: str) -> list[Occurrence]:
     return out
 
 
+# ---- ROCm clr (HIP runtime and ROCclr) ----------------------------------------------------
+# rocclr/utils/debug.hpp: printed with AMD_LOG_LEVEL >= the level (1 error .. 4 debug), each
+# line behind the ":<level>:<file>:<line>: <time> us: [pid tid]" prefix the normalizer strips
+CLR_CALLS = (r"ClPrint|LogPrintfError|LogPrintfWarning|LogPrintfInfo|DevLogPrintfError"
+             r"|LogError|LogWarning|LogInfo|DevLogError")
+CLR_LEVEL = {"LOG_ERROR": "error", "LOG_WARNING": "warning", "LOG_INFO": "info", "LOG_DEBUG": "debug",
+             "LOG_NONE": "info", "LOG_EXTRA_DEBUG": "debug"}
+_HIP_ERROR_TEXT = re.compile(r"case\s+(?P<code>hipError\w+)\s*:\s*return\s+\"(?P<text>(?:\\.|[^\"\\])*)\"\s*;")
+
+
+def clr_file(path: str, text: str) -> list[Occurrence]:
+    """The runtime's log macros, and the texts ``hipGetErrorString`` returns (``hip_error.cpp``)."""
+    out = []
+    if path.endswith("hip_error.cpp"):
+        for m in _HIP_ERROR_TEXT.finditer(text):
+            if m.group("text") == m.group("code") or literal_weight([m.group("text")]) < 12:
+                continue  # hipGetErrorName's table, or too short to recognise a line by
+            line = text.count("\n", 0, m.start()) + 1
+            out.append(Occurrence(path, line, m.group("code"), "errno", (m.group("text"),), False, "hipGetErrorString"))
+        return out
+    for call in Source(text).calls(CLR_CALLS):
+        name = call.name
+        if name == "ClPrint":
+            if len(call.args) < 3:
+                continue
+            level = CLR_LEVEL.get(call.args[0].strip().split("::")[-1], "info")
+            fmt_arg, rest = call.args[2], call.args[3:]
+        else:
+            if not call.args:
+                continue
+            level = "error" if "Error" in name else "warning" if "Warning" in name else "info"
+            fmt_arg, rest = call.args[0], call.args[1:]
+        if level == "debug":
+            continue
+        # arguments inside a multi-line #define carry its line continuations
+        rest = [re.sub(r"\\\n\s*", "", a) for a in rest]
+        pieces = printf_from_args(fmt_arg, rest) if "Printf" in name or name == "ClPrint" else stream_pieces([fmt_arg])
+        if not pieces:
+            continue
+        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), True, name))
+    return out
+
+
+# ---- rdma-core (libibverbs, librdmacm, the mlx5 provider) -----------------------------------
+RDMA_CALLS = r"fprintf|printf|verbs_err|verbs_warn|verbs_info|mlx5_err"
+
+
+def rdma_file(path: str, text: str) -> list[Occurrence]:
+    """What the verbs libraries write to stderr (``PFX "Warning: couldn't load driver"``), the
+    provider's error calls, and the fields the ``ibv_devinfo`` tool prints."""
+    tool = "/examples/" in path
+    out = []
+    for call in Source(text).calls(RDMA_CALLS):
+        name, args = call.name, call.args
+        if name == "fprintf":
+            if len(args) < 2 or args[0].strip() != "stderr":
+                continue
+            fmt_arg, rest = args[1], args[2:]
+        elif name == "printf":
+            if not tool or not args:
+                continue  # printf outside the command-line tools is debug output
+            fmt_arg, rest = args[0], args[1:]
+        else:
+            if len(args) < 2:
+                continue
+            fmt_arg, rest = args[1], args[2:]
+        pieces = printf_from_args(fmt_arg, rest)
+        if not pieces:
+            continue
+        head = "".join(p for p in pieces[:2] if isinstance(p, str)).lstrip().lower()
+        level = ("print" if name == "printf" else "warning" if "warn" in name or head.startswith("warning")
+                 else "info" if name == "verbs_info" else "error")
+        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), False, name))
+    return out
+
+
 def _close_paren(code: str, open_at: int) -> int:
     depth = 0
     for i in range(open_at, len(code)):

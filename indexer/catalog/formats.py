@@ -232,6 +232,8 @@ def to_pattern(pieces: list[Piece], anchor_start: bool = True) -> tuple[str, lis
         regex = _KIND_REGEX[piece.kind]
         if i == last_slot and piece.kind in ("str", "any") and i >= len(pieces) - 2:
             regex = ".*"
+            if out and out[-1] == r"\s+":
+                out[-1] = r"\s*"  # an empty last value leaves the blank before it at the line's end, cut
         if piece.padded:
             regex = r"\s*" + regex + r"\s*" if piece.kind in ("str", "any") else r"\s*" + regex
         name = group_name(piece.arg, used)

@@ -9,6 +9,8 @@ Sources (``--source NAME=PATH``):
   torch-src     a directory with one sub-directory per release (``2.6.0/``) holding an unpacked
                 PyTorch source archive (``torch/csrc/distributed/c10d``, ``c10/cuda`` ...)
   slurm         a git directory of SchedMD/slurm with its tags
+  clr           a git directory of ROCm/clr (the HIP runtime) with its tags
+  rdma-core     a git directory of linux-rdma/rdma-core with its tags
   deepspeed, megatron, accelerate, mmengine, xtuner
                 git directories of those projects with their tags (``indexer.catalog.spec``
                 says which tags and paths are read, and which helper functions log)
@@ -21,11 +23,11 @@ import json
 from pathlib import Path
 
 from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
-from indexer.catalog.extract import nccl_file, slurm_file, torch_cpp_file
+from indexer.catalog.extract import clr_file, nccl_file, rdma_file, slurm_file, torch_cpp_file
 from indexer.catalog.python_src import python_extractor, python_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
 from indexer.catalog.spec import (
-    NCCL_SUFFIXES, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, TORCH_CPP_SKIP, TORCH_PY_KEEP, PyProject,
+    CLR_SKIP, CLR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, PyProject,
     nccl_tags, rccl_tags, slurm_tags, torch_component,
 )
 
@@ -164,17 +166,23 @@ def build_python_project(project: PyProject, git_dir: str, texts: dict) -> tuple
     return records, manifest
 
 
-def build_slurm(git_dir: str, texts: dict) -> tuple[list[dict], list[dict]]:
+def build_c_project(git_dir: str, texts: dict, component: str, repo_name: str, select, under, suffixes,
+                    skip, extractor) -> tuple[list[dict], list[dict]]:
     repo = GitRepo(git_dir)
     trees = []
-    for tag in slurm_tags(repo.tags()):
-        tree = repo.tree(tag, SLURM_UNDER, (".c", ".h"))
-        trees.append(Tree(tree.version, tree.origin, tuple(f for f in tree.files if not SLURM_SKIP.search(f.path))))
-    merged = collect("slurm", "SchedMD/slurm", trees, slurm_file)
+    for tag in select(repo.tags()):
+        tree = repo.tree(tag, under, suffixes)
+        trees.append(Tree(tree.version, tree.origin, tuple(f for f in tree.files if not skip.search(f.path))))
+    merged = collect(component, repo_name, trees, extractor)
     records = [to_record(m, texts) for m in merged.values()]
-    manifest = [{"repo": "SchedMD/slurm", "version": t.version, "origin": t.origin, "files": len(t.files)}
+    manifest = [{"repo": repo_name, "version": t.version, "origin": t.origin, "files": len(t.files)}
                 for t in trees]
     return records, manifest
+
+
+def build_slurm(git_dir: str, texts: dict) -> tuple[list[dict], list[dict]]:
+    return build_c_project(git_dir, texts, "slurm", "SchedMD/slurm", slurm_tags, SLURM_UNDER, (".c", ".h"),
+                           SLURM_SKIP, slurm_file)
 
 
 def build(out_dir: Path, sources: dict[str, str]) -> dict:
@@ -195,6 +203,16 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
         recs, read = build_slurm(sources["slurm"], texts)
         produced["slurm"] = recs
         manifest["read"]["slurm"] = read
+    if "clr" in sources:
+        recs, read = build_c_project(sources["clr"], texts, "rocm", "ROCm/clr", clr_tags, CLR_UNDER,
+                                     (".cpp", ".hpp", ".h", ".c"), CLR_SKIP, clr_file)
+        produced["rocm"] = recs
+        manifest["read"]["clr"] = read
+    if "rdma-core" in sources:
+        recs, read = build_c_project(sources["rdma-core"], texts, "infiniband", "linux-rdma/rdma-core", rdma_tags,
+                                     RDMA_UNDER, (".c", ".h"), RDMA_SKIP, rdma_file)
+        produced["infiniband"] = recs
+        manifest["read"]["rdma-core"] = read
     for name, project in PY_PROJECTS.items():
         if name in sources:
             recs, read = build_python_project(project, sources[name], texts)

@@ -147,3 +147,21 @@ SLURM_UNDER = ("src/srun", "src/salloc", "src/sbatch", "src/scancel", "src/slurm
                "src/plugins/switch", "src/plugins/job_container", "src/plugins/prep",
                "src/plugins/launch", "src/bcast")
 SLURM_SKIP = re.compile(r"/(?:testsuite|tests?)/|_test\.c$")
+
+
+def clr_tags(tags: list[str]) -> list[str]:
+    """Every full ROCm release tag of ROCm/clr (the runtime moved there at rocm-5.6.0)."""
+    return [t for t in tags if re.fullmatch(r"rocm-\d+\.\d+\.\d+", t)]
+
+
+CLR_UNDER = ("hipamd/src", "rocclr/device", "rocclr/platform", "rocclr/os", "rocclr/utils", "rocclr/thread")
+CLR_SKIP = re.compile(r"/(?:tests?|samples?)/|/pal/|/gpu/")  # PAL and legacy-GPU backends are Windows/OpenCL
+
+
+def rdma_tags(tags: list[str]) -> list[str]:
+    """rdma-core's major releases from v20.0 (2018) on: ``v55.0``; point releases are fixes."""
+    return [t for t in tags if re.fullmatch(r"v\d+\.0", t) and version_key(t) >= (20,)]
+
+
+RDMA_UNDER = ("libibverbs", "librdmacm", "providers/mlx5", "providers/mlx4")
+RDMA_SKIP = re.compile(r"/(?:tests?)/|/man/")
