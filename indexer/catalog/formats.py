@@ -44,13 +44,13 @@ Piece = str | Slot
 # ---- printf --------------------------------------------------------------------------------
 PRINTF_SPEC = re.compile(
     r"%(?P<flags>[-+ #0']*)(?P<width>\*|\d+)?(?:\.(?P<prec>\*|\d+))?"
-    r"(?P<len>hh|h|ll|l|L|z|j|t|q|I64|I32)?(?P<conv>[diouxXeEfFgGaAcspn%])"
+    r"(?P<len>hh|h|ll|l|L|z|j|t|q|I64|I32)?(?P<conv>[diouxXeEfFgGaAcspnr%])"
 )
 
 
 # Slurm's log functions add %m (slurm_strerror(errno)) and %p<letter>: %pJ a job ("JobId=12"),
-# %ps/%pS a step ("StepId=12.0"), %pA an address, %pd/%pD data.
-PRINTF_SPEC_M = re.compile(r"%(?P<m>m)|%p(?P<slurm>[AdDJsS])|" + PRINTF_SPEC.pattern)
+# %ps/%pS a step ("StepId=12.0"), %pI a job id, %pA an address, %pd/%pD data.
+PRINTF_SPEC_M = re.compile(r"%(?P<m>m)|%p(?P<slurm>[AdDIJsS])|" + PRINTF_SPEC.pattern)
 
 
 def printf_pieces(fmt: str, args: list[str], strerror_m: bool = False) -> list[Piece]:
@@ -84,7 +84,7 @@ def printf_pieces(fmt: str, args: list[str], strerror_m: bool = False) -> list[P
             continue
         kind = {
             "d": "int", "i": "int", "u": "uint", "o": "uint", "x": "hex", "X": "hex",
-            "c": "char", "s": "str", "p": "ptr",
+            "c": "char", "s": "str", "p": "ptr", "r": "str",  # %r: Python's repr
         }.get(conv, "float")
         padded = bool(m.group("width") and m.group("width") != "*" and "0" not in (m.group("flags") or ""))
         pieces.append(Slot(kind, arg, padded))

@@ -94,7 +94,7 @@ PY_PROJECTS: dict[str, PyProject] = {
         re.compile(_SKIP_TESTS + r"|^megatron/(?:core/)?(?:inference|export|post_training|rl)/"
                    r"|^megatron/(?:core/)?models/(?:multimodal|vision|mamba|retro|T5|bert)"),
         Dialect(
-            helpers={"print_rank_0": Helper(), "print_rank_last": Helper(), "warn_rank_0": Helper(level="warning"),
+            helpers={"print_rank_0": Helper(), "print_rank_last": Helper(), "warn_rank_0": Helper(level="warn UserWarning", anchored=False),
                      "log_single_rank": Helper(msg_arg=2, level=None, level_arg=1, printf=True, anchored=False),
                      "log_on_each_pipeline_stage": Helper(msg_arg=2, level=None, level_arg=1, printf=True,
                                                           anchored=False)},

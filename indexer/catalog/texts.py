@@ -27,11 +27,20 @@ def _name_fields(text: dict, groups: dict[str, str]) -> dict:
     """Writers quote a value as the format shows it, ``{self.scope}``; an answer fills
     ``{group}``. Rewrite each quoted argument to the name of the group that captures it."""
     by_arg = {arg: name for name, arg in groups.items()}
-    if not by_arg:
-        return text
+
+    names = set(groups)
+
+    def one(m: re.Match) -> str:
+        inner = m.group(1)
+        if inner in by_arg:
+            return "{" + by_arg[inner] + "}"
+        if inner in names:
+            return m.group(0)
+        # a name no group captures would print as "<name>": show it as the name it is
+        return "`" + inner + "`" if re.fullmatch(r"[A-Za-z_][\w.]*", inner) else m.group(0)
 
     def fix(value: str) -> str:
-        return re.sub(r"\{([^{}]+)\}", lambda m: "{" + by_arg[m.group(1)] + "}" if m.group(1) in by_arg else m.group(0), value)
+        return re.sub(r"\{([^{}]+)\}", one, value)
 
     out = dict(text)
     for key in ("title", "explanation", "action"):
