@@ -2,10 +2,11 @@
 needs the KB starts in ~0.1 s instead of seconds (YAML parsing and validating ~700 entries and
 reading the catalogue's thousands of records).
 
-It is kept in two files: the curated entries with the records they link (small, read at
-start-up), and the rest of the catalogue (read on first use: a line no curated entry
-answers, a batch run, a server). ``explainlog explain`` of a line a curated entry knows reads
-only the first.
+It is kept in three files: the curated entries with the records they link (small, read at
+start-up); the catalogue entries and the records that can answer (read on first use: a line
+no curated entry answers, a batch run, a server); and the records still awaiting text (read
+only by what lists every record: the index build, ``catalog link``). ``explainlog explain`` of
+a line a curated entry knows reads only the first.
 
 ``explainlog explain LINE`` and every ``annotate`` run pay the KB load before their first
 answer; the cache is what makes that cost small. It is a plain cache: keyed by the KB's
@@ -29,7 +30,7 @@ import pydantic
 from indexer import paths
 from indexer.kb_loader import KnowledgeBase, kb_digest, load_kb
 
-FORMAT = 3  # 3: two files, the curated part and the rest of the catalogue
+FORMAT = 4  # 4: three files: curated, catalogue that answers, records awaiting text
 KEEP = 8
 
 
@@ -44,6 +45,10 @@ def rest_path(path: Path) -> Path:
     return path.with_name(path.stem + ".rest")
 
 
+def unwritten_path(path: Path) -> Path:
+    return path.with_name(path.stem + ".unwritten")
+
+
 def load_kb_cached(kb_dir: Path | str, cache_dir: Path | None = None) -> KnowledgeBase:
     """``load_kb(kb_dir)``, from the cache when it holds this exact KB."""
     kb_dir = Path(kb_dir)
@@ -54,8 +59,9 @@ def load_kb_cached(kb_dir: Path | str, cache_dir: Path | None = None) -> Knowled
     try:
         with open(path, "rb") as handle:
             kb = pickle.load(handle)
-        if isinstance(kb, KnowledgeBase) and rest_path(path).is_file():
-            kb._rest = lambda: _load_rest(kb_dir, path)
+        if isinstance(kb, KnowledgeBase) and rest_path(path).is_file() and unwritten_path(path).is_file():
+            kb._rest = lambda: _load_part(rest_path(path), tuple, lambda: _parts(kb_dir)[0])
+            kb._unwritten = lambda: _load_part(unwritten_path(path), dict, lambda: _parts(kb_dir)[1])
             return kb
     except Exception:  # missing, truncated, from another version: just load the YAML
         pass
@@ -67,28 +73,33 @@ def load_kb_cached(kb_dir: Path | str, cache_dir: Path | None = None) -> Knowled
     return kb
 
 
-def _load_rest(kb_dir: Path, path: Path) -> tuple[dict, list, list]:
-    """The catalogue part; if its file went missing or is damaged, from the KB itself."""
+def _load_part(path: Path, kind: type, rebuild):
+    """A later part of the cached KB; if its file went missing or is damaged, from the KB."""
     try:
-        with open(rest_path(path), "rb") as handle:
-            rest = pickle.load(handle)
-        if isinstance(rest, tuple) and len(rest) == 3:
-            return rest
+        with open(path, "rb") as handle:
+            part = pickle.load(handle)
+        if isinstance(part, kind):
+            return part
     except Exception:
         pass
+    return rebuild()
+
+
+def _parts(kb_dir: Path) -> tuple[tuple[dict, list, list], dict]:
     from indexer.kb_check import compilable
 
     kb = load_kb(kb_dir)
-    compiled = compilable(kb)
-    curated = {l.entry.id for l in kb.entries}
-    return kb.records, kb.catalog, [l for l in compiled if l.entry.id not in curated]
+    kb.compiled = compilable(kb)
+    _, rest, unwritten = kb.split()
+    return rest, unwritten
 
 
 def _store(kb: KnowledgeBase, path: Path) -> None:
-    first, rest = kb.split()
+    first, rest, unwritten = kb.split()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # the rest first: a first part on disk always has its rest beside it
+        # the later parts first: a first part on disk always has its parts beside it
+        _write(unwritten, unwritten_path(path))
         _write(rest, rest_path(path))
         _write(first, path)
         _prune(path.parent)
@@ -113,7 +124,8 @@ def _prune(cache_dir: Path) -> None:
     for old in copies[KEEP:]:
         old.unlink(missing_ok=True)
         rest_path(old).unlink(missing_ok=True)
+        unwritten_path(old).unlink(missing_ok=True)
     kept = {p.stem for p in copies[:KEEP]}
-    for orphan in cache_dir.glob("kb-*.rest"):
-        if orphan.stem.removesuffix(".rest") not in kept and orphan.stem not in kept:
+    for orphan in [*cache_dir.glob("kb-*.rest"), *cache_dir.glob("kb-*.unwritten")]:
+        if orphan.stem not in kept:
             orphan.unlink(missing_ok=True)

@@ -75,31 +75,41 @@ class KnowledgeBase:
         # ``kb_check.compilable(self)``, kept by the KB cache so a process does not compile
         # every pattern again at start-up just to learn which ones compile (None: not computed)
         self._compiled = compiled
-        # set on the first part of a two-part KB: () -> (records, catalog, compiled catalogue)
+        # set on the first part of a KB from the cache: () -> (records with text, catalogue
+        # entries, compiled catalogue), and () -> the records still awaiting text
         self._rest: Callable[[], tuple[dict, list, list]] | None = None
+        self._unwritten: Callable[[], dict] | None = None
 
     # ---- the catalogue, completed on first use ------------------------------------------------
     def _complete(self) -> None:
+        """Everything that can answer a line: the catalogue entries and their records."""
         rest, self._rest = self._rest, None
         if rest is not None:
             records, catalog, compiled_catalog = rest()
-            self._records = records
+            self._records = {**self._records, **records}
             self._catalog = catalog
             if self._compiled is not None:
                 self._compiled = self._compiled + compiled_catalog
 
+    def _complete_records(self) -> None:
+        """And the records that answer nothing yet (kb check, the index build, links)."""
+        self._complete()
+        unwritten, self._unwritten = self._unwritten, None
+        if unwritten is not None:
+            self._records = {**self._records, **unwritten()}
+
     @property
     def complete(self) -> bool:
-        return self._rest is None
+        return self._rest is None and self._unwritten is None
 
     @property
     def records(self) -> dict:
-        self._complete()
+        self._complete_records()
         return self._records
 
     @records.setter
     def records(self, value: dict) -> None:
-        self._complete()
+        self._complete_records()
         self._records = value
 
     @property
@@ -135,7 +145,8 @@ class KnowledgeBase:
         records = self._records
         rec = records.get(entry_id) or next((records[f] for f in formats if f in records), None)
         if rec is None and self._rest is not None and entry_id not in self._curated_ids():
-            rec = self.records.get(entry_id)
+            self._complete()  # a record that answers has text: it is in the second part
+            rec = self._records.get(entry_id)
         return rec
 
     def _curated_ids(self) -> set[str]:
@@ -144,10 +155,11 @@ class KnowledgeBase:
             ids = self.__dict__["_curated_id_set"] = {l.entry.id for l in self.entries}
         return ids
 
-    def split(self) -> tuple["KnowledgeBase", tuple[dict, list, list]]:
-        """The curated part (with the records curated entries link) and the rest, for a cache
-        that loads the rest only when a line needs it."""
-        self._complete()
+    def split(self) -> tuple["KnowledgeBase", tuple[dict, list, list], dict]:
+        """Three parts, for a cache that reads each only when a line needs it: the curated
+        entries (with the records they link); the catalogue entries and the records that can
+        answer; the records still awaiting text."""
+        self._complete_records()
         curated_ids = {l.entry.id for l in self.entries}
         linked = {f for l in self.entries for f in l.entry.formats}
         first = KnowledgeBase(
@@ -155,12 +167,14 @@ class KnowledgeBase:
             records={k: v for k, v in self._records.items() if k in linked}, catalog=[],
             compiled=None if self._compiled is None else [l for l in self._compiled if l.entry.id in curated_ids],
         )
-        rest = (self._records, self._catalog,
+        written = {k: v for k, v in self._records.items() if v.has_text and k not in linked}
+        rest = (written, self._catalog,
                 [] if self._compiled is None else [l for l in self._compiled if l.entry.id not in curated_ids])
-        return first, rest
+        unwritten = {k: v for k, v in self._records.items() if not v.has_text and k not in linked}
+        return first, rest, unwritten
 
     def __getstate__(self) -> dict:
-        self._complete()
+        self._complete_records()
         state = dict(self.__dict__)
         state.pop("_curated_id_set", None)
         return state

@@ -76,7 +76,11 @@ def kb_with_catalog(tmp_path):
 
     kb_dir = write_kb(tmp_path, VALID)
     (kb_dir / "catalog").mkdir()
-    (kb_dir / "catalog" / "nccl.jsonl").write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
+    unwritten = dict(RECORD, id="nccl.net_ib.0badc0df", format="NET/IB : {dev} gone", title=None,
+                     explanation=None, action=None, pattern=r"^NET/IB : (?P<dev>.*?) gone\s*$",
+                     example={"line": "NET/IB : mlx5_0 gone", "constructed": True})
+    (kb_dir / "catalog" / "nccl.jsonl").write_text(json.dumps(RECORD) + "\n" + json.dumps(unwritten) + "\n",
+                                                   encoding="utf-8")
     return kb_dir
 
 
@@ -85,14 +89,16 @@ def test_the_catalogue_part_is_read_only_when_a_line_needs_it(kb_with_catalog, t
 
     monkeypatch.setenv("EXPLAINLOG_CACHE", str(tmp_path / "cache"))
     kb_cache.load_kb_cached(kb_with_catalog)  # writes both parts
-    assert sorted(p.suffix for p in (tmp_path / "cache").iterdir()) == [".pickle", ".rest"]
+    assert sorted(p.suffix for p in (tmp_path / "cache").iterdir()) == [".pickle", ".rest", ".unwritten"]
     monkeypatch.setattr(kb_cache, "load_kb", lambda kb_dir: pytest.fail("parsed the YAML again"))
     ex = Explainer(kb_with_catalog, index_policy="refuse")
     curated = ex.explain_many(["h:1:2 [2] NCCL INFO Setting affinity for GPU 2 to ff0000"], semantic=False)[0]
     assert curated["pattern_id"] == "demo.affinity" and not ex.kb.complete
     record = ex.explain_many(["h:1:2 [2] NCCL WARN NET/IB : No device found for mlx5_0"], semantic=False)[0]
-    assert (record["pattern_id"], record["tier"]) == ("nccl.net_ib.0badc0de", "catalog") and ex.kb.complete
+    assert (record["pattern_id"], record["tier"]) == ("nccl.net_ib.0badc0de", "catalog")
     assert record["source"]["function"] == "ncclIbInit"
+    assert ex.kb._unwritten is not None  # records awaiting text are not read to answer a line
+    assert sorted(ex.kb.records) == ["nccl.net_ib.0badc0de", "nccl.net_ib.0badc0df"] and ex.kb.complete
     assert [e.id for e in ex.entries] == ["demo.affinity", "nccl.net_ib.0badc0de"]
 
 
@@ -100,12 +106,12 @@ def test_the_catalogue_part_is_read_only_when_a_line_needs_it(kb_with_catalog, t
 def test_a_lost_catalogue_part_is_read_from_the_kb(kb_with_catalog, tmp_path, damage):
     cache = tmp_path / "cache"
     kb_cache.load_kb_cached(kb_with_catalog, cache)
-    [rest] = cache.glob("kb-*.rest")
-    if damage == "missing":
-        rest.unlink()
-    else:
-        rest.write_bytes(b"\x80\x05 not a pickle")
+    for part in [*cache.glob("kb-*.rest"), *cache.glob("kb-*.unwritten")]:
+        if damage == "missing":
+            part.unlink()
+        else:
+            part.write_bytes(b"\x80\x05 not a pickle")
     kb = kb_cache.load_kb_cached(kb_with_catalog, cache)
     assert ids(kb) == ["demo.affinity"]
-    assert list(kb.records) == ["nccl.net_ib.0badc0de"]
+    assert sorted(kb.records) == ["nccl.net_ib.0badc0de", "nccl.net_ib.0badc0df"]
     assert [l.entry.id for l in kb.compiled] == ["demo.affinity", "nccl.net_ib.0badc0de"]
