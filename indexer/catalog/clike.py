@@ -18,7 +18,7 @@ _PRI = {
     "PRIu32": "u", "PRId32": "d", "PRIx32": "x", "PRIu16": "u", "PRIu8": "u", "PRIxPTR": "lx",
     "PRIuPTR": "lu", "PRIdPTR": "ld", "PRIu": "u", "SCNu64": "lu",
 }
-_KEYWORDS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "do", "else", "case"}
+_KEYWORDS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "do", "else", "case", "defined"}
 
 
 @dataclass

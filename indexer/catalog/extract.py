@@ -164,7 +164,7 @@ def slurm_file(path: str, text: str) -> list[Occurrence]:
 # ---- ROCm clr (HIP runtime and ROCclr) ----------------------------------------------------
 # rocclr/utils/debug.hpp: printed with AMD_LOG_LEVEL >= the level (1 error .. 4 debug), each
 # line behind the ":<level>:<file>:<line>: <time> us: [pid tid]" prefix the normalizer strips
-CLR_CALLS = (r"ClPrint|LogPrintfError|LogPrintfWarning|LogPrintfInfo|DevLogPrintfError"
+CLR_CALLS = (r"ClPrint|HIPPrintDuration|LogPrintfError|LogPrintfWarning|LogPrintfInfo|DevLogPrintfError"
              r"|LogError|LogWarning|LogInfo|DevLogError")
 CLR_LEVEL = {"LOG_ERROR": "error", "LOG_WARNING": "warning", "LOG_INFO": "info", "LOG_DEBUG": "debug",
              "LOG_NONE": "info", "LOG_EXTRA_DEBUG": "debug"}
@@ -183,11 +183,12 @@ def clr_file(path: str, text: str) -> list[Occurrence]:
         return out
     for call in Source(text).calls(CLR_CALLS):
         name = call.name
-        if name == "ClPrint":
-            if len(call.args) < 3:
+        if name in ("ClPrint", "HIPPrintDuration"):
+            at = 2 if name == "ClPrint" else 3  # HIPPrintDuration(level, mask, &start, fmt, ...)
+            if len(call.args) <= at:
                 continue
             level = CLR_LEVEL.get(call.args[0].strip().split("::")[-1], "info")
-            fmt_arg, rest = call.args[2], call.args[3:]
+            fmt_arg, rest = call.args[at], call.args[at + 1:]
         else:
             if not call.args:
                 continue
@@ -197,7 +198,8 @@ def clr_file(path: str, text: str) -> list[Occurrence]:
             continue
         # arguments inside a multi-line #define carry its line continuations
         rest = [re.sub(r"\\\n\s*", "", a) for a in rest]
-        pieces = printf_from_args(fmt_arg, rest) if "Printf" in name or name == "ClPrint" else stream_pieces([fmt_arg])
+        printf = "Printf" in name or name in ("ClPrint", "HIPPrintDuration")
+        pieces = printf_from_args(fmt_arg, rest) if printf else stream_pieces([fmt_arg])
         if not pieces:
             continue
         out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), True, name))
