@@ -133,7 +133,7 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
         "amd_log",
         re.compile(
             r":\s?(?P<amd_log_level>\d):\s*(?P<source_location>[\w.\-]+\s*:\s*\d+)\s*:\s*"
-            r"(?:\(\d+\)\s*(?:us\s+)?|\d+\s+us:\s*)?(?:\[pid:\s*(?P<pid>\d+)\s+tid:\s*(?P<tid>0x[0-9a-fA-F]+)\]\s*)?(?=\S)"
+            r"(?:\(\d+\)\s*(?:us\s+)?|\d+\s+us:\s*)?(?:\[pid:\s*(?P<pid>\d+)\s+tid:\s*(?P<tid>\dx[0-9a-fA-F]+)\]\s*)?(?=\S)"
         ),
     ),
 ]
