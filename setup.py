@@ -16,6 +16,7 @@
 Everything else is in pyproject.toml.
 """
 
+import gzip
 import os
 import shutil
 import sys
@@ -39,6 +40,12 @@ class BuildPyWithKB(build_py):
         if (data / "kb").exists():
             shutil.rmtree(data / "kb")
         shutil.copytree(source, data / "kb", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+        # The catalogue is 25 MB of JSON lines and compresses 6:1; the loader reads either form.
+        # mtime=0 keeps the wheel reproducible.
+        for plain in sorted((data / "kb" / "catalog").glob("*.jsonl")):
+            with plain.open("rb") as src, gzip.GzipFile(plain.with_name(plain.name + ".gz"), "wb", 9, mtime=0) as out:
+                shutil.copyfileobj(src, out)
+            plain.unlink()
         sys.path.insert(0, str(HERE))
         from indexer import model_pack
 

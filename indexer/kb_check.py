@@ -105,7 +105,7 @@ def check_action_for_problems(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _is_record(loaded: LoadedEntry) -> bool:
-    return loaded.file.endswith(".jsonl")
+    return loaded.file.endswith((".jsonl", ".jsonl.gz"))
 
 
 def check_examples(ctx: CheckContext) -> Iterator[Finding]:

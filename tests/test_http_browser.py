@@ -155,7 +155,9 @@ def test_kb_page_searches_and_opens_an_entry(page, server, explainer):
     page.get_by_label("搜索知识库").fill("")
     page.get_by_label("组件").select_option("deepspeed")
     expect(page).to_have_url(re.compile(r"#component=deepspeed$"))
-    expect(page.locator("#entries li").first).to_be_visible()
+    # the list is redrawn after the URL changes: wait for the filtered list, not the old one
+    expect(page.locator("#entries .entry-meta").first).to_contain_text("deepspeed")
+    expect(page.locator("#entries li")).not_to_have_count(len(explainer.entries))
     components = page.locator("#entries .entry-meta").all_inner_texts()
     assert components and all("deepspeed" in c for c in components)
 

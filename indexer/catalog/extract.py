@@ -239,6 +239,42 @@ def rdma_file(path: str, text: str) -> list[Occurrence]:
     return out
 
 
+# ---- ROCm's HSA runtime and rocminfo ----------------------------------------------------------
+_HSA_STATUS_TEXT = re.compile(r'=\s*((?:"(?:\\.|[^"\\])*"\s*)+);')
+
+
+def rocr_file(path: str, text: str) -> list[Occurrence]:
+    """What ROCR writes to stderr ("Memory access fault by GPU node-N ... Reason: ..."), the
+    texts ``hsa_status_string`` returns ("HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime
+    failed ..."), and rocminfo's printed failures."""
+    out = []
+    if path.endswith("runtime/hsa.cpp"):
+        for m in _HSA_STATUS_TEXT.finditer(text):
+            literal = "".join(re.findall(r'"((?:\\.|[^"\\])*)"', m.group(1)))
+            code, sep, _ = literal.partition(":")
+            if not sep or not re.fullmatch(r"HSA_(?:EXT_)?STATUS_\w+", code):
+                continue
+            line = text.count("\n", 0, m.start()) + 1
+            out.append(Occurrence(path, line, code, "errno", (literal.replace("\\n", ""),), False, "hsa_status_string"))
+        return out
+    for call in Source(text).calls(r"fprintf|printf"):
+        args = call.args
+        if call.name == "fprintf":
+            if len(args) < 2 or args[0].strip() != "stderr":
+                continue
+            fmt_arg, rest = args[1], args[2:]
+        else:
+            if not path.endswith("rocminfo.cc") or not args:
+                continue
+            fmt_arg, rest = args[0], args[1:]
+        rest = [re.sub(r"\\\n\s*", "", a) for a in rest]
+        pieces = printf_from_args(fmt_arg, rest)
+        if pieces:
+            out.append(Occurrence(path, call.line, call.function, "error" if call.name == "fprintf" else "print",
+                                  tuple(pieces), False, call.name))
+    return out
+
+
 def _close_paren(code: str, open_at: int) -> int:
     depth = 0
     for i in range(open_at, len(code)):

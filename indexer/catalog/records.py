@@ -120,7 +120,17 @@ class CatalogProblem(ValueError):
 
 
 def catalog_files(kb_dir: Path) -> list[Path]:
-    return sorted((Path(kb_dir) / CATALOG_DIR).glob("*.jsonl"))
+    """The catalogue's files: ``<component>.jsonl`` in a checkout, gzipped in a wheel."""
+    folder = Path(kb_dir) / CATALOG_DIR
+    return sorted([*folder.glob("*.jsonl"), *folder.glob("*.jsonl.gz")])
+
+
+def read_catalog_file(path: Path) -> str:
+    if path.name.endswith(".gz"):
+        import gzip
+
+        return gzip.decompress(path.read_bytes()).decode("utf-8")
+    return path.read_text(encoding="utf-8")
 
 
 def load_catalog(kb_dir: Path) -> tuple[list[tuple[CatalogRecord, str, int]], list[CatalogProblem]]:
@@ -130,8 +140,8 @@ def load_catalog(kb_dir: Path) -> tuple[list[tuple[CatalogRecord, str, int]], li
     for path in catalog_files(kb_dir):
         shown = str(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError) as exc:
+            text = read_catalog_file(path)
+        except (UnicodeDecodeError, OSError, EOFError) as exc:
             problems.append(CatalogProblem(shown, 1, None, f"unreadable: {exc}"))
             continue
         for number, row in enumerate(text.splitlines(), 1):

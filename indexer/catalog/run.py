@@ -11,6 +11,8 @@ Sources (``--source NAME=PATH``):
   slurm         a git directory of SchedMD/slurm with its tags
   clr           a git directory of ROCm/clr (the HIP runtime) with its tags
   rdma-core     a git directory of linux-rdma/rdma-core with its tags
+  rocr, rocminfo
+                git directories of ROCm/ROCR-Runtime (the HSA runtime) and ROCm/rocminfo
   deepspeed, megatron, accelerate, mmengine, xtuner
                 git directories of those projects with their tags (``indexer.catalog.spec``
                 says which tags and paths are read, and which helper functions log)
@@ -23,11 +25,11 @@ import json
 from pathlib import Path
 
 from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
-from indexer.catalog.extract import clr_file, nccl_file, rdma_file, slurm_file, torch_cpp_file
+from indexer.catalog.extract import clr_file, nccl_file, rdma_file, rocr_file, slurm_file, torch_cpp_file
 from indexer.catalog.python_src import python_extractor, python_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
 from indexer.catalog.spec import (
-    CLR_SKIP, CLR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, PyProject,
+    CLR_SKIP, CLR_UNDER, ROCR_SKIP, ROCR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, PyProject,
     nccl_tags, rccl_tags, slurm_tags, torch_component,
 )
 
@@ -203,11 +205,23 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
         recs, read = build_slurm(sources["slurm"], texts)
         produced["slurm"] = recs
         manifest["read"]["slurm"] = read
+    rocm_parts = []
     if "clr" in sources:
-        recs, read = build_c_project(sources["clr"], texts, "rocm", "ROCm/clr", clr_tags, CLR_UNDER,
-                                     (".cpp", ".hpp", ".h", ".c"), CLR_SKIP, clr_file)
-        produced["rocm"] = recs
-        manifest["read"]["clr"] = read
+        rocm_parts.append(("clr", build_c_project(sources["clr"], texts, "rocm", "ROCm/clr", clr_tags, CLR_UNDER,
+                                                   (".cpp", ".hpp", ".h", ".c"), CLR_SKIP, clr_file)))
+    if "rocr" in sources:
+        rocm_parts.append(("rocr", build_c_project(sources["rocr"], texts, "rocm", "ROCm/ROCR-Runtime", clr_tags,
+                                                    ROCR_UNDER, (".cpp", ".h"), ROCR_SKIP, rocr_file)))
+    if "rocminfo" in sources:
+        rocm_parts.append(("rocminfo", build_c_project(sources["rocminfo"], texts, "rocm", "ROCm/rocminfo", clr_tags,
+                                                        ("rocminfo.cc",), (".cc",), ROCR_SKIP, rocr_file)))
+    if rocm_parts:
+        merged_rocm: dict[str, dict] = {}
+        for name, (recs, read) in rocm_parts:
+            for rec in recs:
+                merged_rocm.setdefault(rec["id"], rec)
+            manifest["read"][name] = read
+        produced["rocm"] = list(merged_rocm.values())
     if "rdma-core" in sources:
         recs, read = build_c_project(sources["rdma-core"], texts, "infiniband", "linux-rdma/rdma-core", rdma_tags,
                                      RDMA_UNDER, (".c", ".h"), RDMA_SKIP, rdma_file)

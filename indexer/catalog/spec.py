@@ -109,6 +109,16 @@ PY_PROJECTS: dict[str, PyProject] = {
         re.compile(_SKIP_TESTS + r"|^src/accelerate/test_utils/"),
         Dialect(print_paths=("src/accelerate/commands/",)),
     ),
+    # PyTorch Lightning 2.x (src/lightning: pytorch and fabric); the KB files it under "other"
+    "lightning": PyProject(
+        "other", "Lightning-AI/pytorch-lightning", _final_tags(r"\d+\.\d+\.\d+", (2, 0)),
+        ("src/lightning/pytorch", "src/lightning/fabric"),
+        re.compile(_SKIP_TESTS + r"|/(?:loggers|cli)\.py$|/loggers/"),
+        Dialect(helpers={"rank_zero_info": Helper(), "rank_zero_warn": Helper(level="warn UserWarning", anchored=False),
+                         "rank_zero_deprecation": Helper(level="warn LightningDeprecationWarning", anchored=False),
+                         "rank_zero_debug": Helper(level="debug")},
+                print_paths=()),
+    ),
     "mmengine": PyProject(
         "mmengine", "open-mmlab/mmengine", _final_tags(r"v\d+\.\d+\.\d+", (0, 1)),
         ("mmengine",),
@@ -165,3 +175,8 @@ def rdma_tags(tags: list[str]) -> list[str]:
 
 RDMA_UNDER = ("libibverbs", "librdmacm", "providers/mlx5", "providers/mlx4")
 RDMA_SKIP = re.compile(r"/(?:tests?)/|/man/")
+
+
+# ROCm's HSA runtime (ROCR-Runtime) and the rocminfo tool that queries it
+ROCR_UNDER = ("src/core", "src/inc/hsa.h", "src/hsa.h")
+ROCR_SKIP = re.compile(r"/(?:tests?|samples?)/")
