@@ -461,3 +461,36 @@ def test_verbs_stderr_warnings_provider_errors_and_devinfo_fields():
     [field] = rdma_file("libibverbs/examples/devinfo.c", tool)
     pattern, _ = to_pattern(list(field.pieces), anchor_start=False)
     assert field.level == "print" and re2.compile(pattern).search("phys_state:   LINK_UP (5)")
+
+
+def test_hsa_runtime_status_texts_and_stderr_reports():
+    from indexer.catalog.extract import rocr_file
+
+    table = textwrap.dedent(r'''
+        hsa_status_t hsa_status_string(hsa_status_t status, const char** status_string) {
+          switch (status) {
+            case HSA_STATUS_ERROR_OUT_OF_RESOURCES:
+              *status_string =
+                  "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources. "
+                  "This error may also occur when the core runtime library needs to spawn threads.";
+              break;
+            case HSA_STATUS_INFO_BREAK:
+              *status_string = "HSA_STATUS_INFO_BREAK: A traversal over a list of elements has been interrupted.";
+              break;
+            default: *status_string = "unknown"; } }
+    ''')
+    rows = {o.function: display(o.pieces) for o in rocr_file("src/core/runtime/hsa.cpp", table)}
+    assert set(rows) == {"HSA_STATUS_ERROR_OUT_OF_RESOURCES", "HSA_STATUS_INFO_BREAK"}
+    assert rows["HSA_STATUS_ERROR_OUT_OF_RESOURCES"].endswith("needs to spawn threads.")
+    fault = textwrap.dedent(r'''
+        void Runtime::VMFaultHandler() {
+          fprintf(stderr,
+                  "Memory access fault by GPU node-%u (Agent handle: %p) on address %p%s. Reason: %s.\n",
+                  fault.NodeId, agent, addr, note, reason);
+          printf("not a rocminfo line %d", x);
+        }
+    ''')
+    [occ] = rocr_file("src/core/runtime/runtime.cpp", fault)
+    pattern, _ = to_pattern(list(occ.pieces), anchor_start=False)
+    line = "Memory access fault by GPU node-4 (Agent handle: 0x55d0c5f0) on address 0x7f9a00000000. Reason: Page not present or supervisor privilege."
+    assert occ.level == "error" and re2.compile(pattern).search(line)
