@@ -172,7 +172,7 @@ def build_c_project(git_dir: str, texts: dict, component: str, repo_name: str, s
                     skip, extractor) -> tuple[list[dict], list[dict]]:
     repo = GitRepo(git_dir)
     trees = []
-    for tag in select(repo.tags()):
+    for tag in sorted(select(repo.tags()), key=version_key):
         tree = repo.tree(tag, under, suffixes)
         trees.append(Tree(tree.version, tree.origin, tuple(f for f in tree.files if not skip.search(f.path))))
     merged = collect(component, repo_name, trees, extractor)
