@@ -30,7 +30,7 @@ import pydantic
 from indexer import paths
 from indexer.kb_loader import KnowledgeBase, kb_digest, load_kb
 
-FORMAT = 4  # 4: three files: curated, catalogue that answers, records awaiting text
+FORMAT = 5  # 5: three files: curated, catalogue that answers (its records as dicts), records awaiting text
 KEEP = 8
 
 

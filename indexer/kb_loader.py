@@ -79,6 +79,9 @@ class KnowledgeBase:
         # entries, compiled catalogue), and () -> the records still awaiting text
         self._rest: Callable[[], tuple[dict, list, list]] | None = None
         self._unwritten: Callable[[], dict] | None = None
+        # records of the second part, kept as the plain dicts they were stored as: unpickling
+        # 11,000 pydantic records costs ten times their dicts, and an answer needs one of them
+        self._raw: dict[str, dict] = {}
 
     # ---- the catalogue, completed on first use ------------------------------------------------
     def _complete(self) -> None:
@@ -86,7 +89,7 @@ class KnowledgeBase:
         rest, self._rest = self._rest, None
         if rest is not None:
             records, catalog, compiled_catalog = rest()
-            self._records = {**self._records, **records}
+            self._raw = {k: v for k, v in records.items() if k not in self._records}
             self._catalog = catalog
             if self._compiled is not None:
                 self._compiled = self._compiled + compiled_catalog
@@ -94,6 +97,11 @@ class KnowledgeBase:
     def _complete_records(self) -> None:
         """And the records that answer nothing yet (kb check, the index build, links)."""
         self._complete()
+        if self._raw:
+            from indexer.catalog.records import CatalogRecord
+
+            raw, self._raw = self._raw, {}
+            self._records = {**self._records, **{k: CatalogRecord.model_validate(v) for k, v in raw.items()}}
         unwritten, self._unwritten = self._unwritten, None
         if unwritten is not None:
             self._records = {**self._records, **unwritten()}
@@ -144,9 +152,13 @@ class KnowledgeBase:
         entry links. Linked records travel with the curated part, so this needs no more."""
         records = self._records
         rec = records.get(entry_id) or next((records[f] for f in formats if f in records), None)
-        if rec is None and self._rest is not None and entry_id not in self._curated_ids():
+        if rec is None and entry_id not in self._curated_ids():
             self._complete()  # a record that answers has text: it is in the second part
             rec = self._records.get(entry_id)
+            if rec is None and entry_id in self._raw:
+                from indexer.catalog.records import CatalogRecord
+
+                rec = self._records[entry_id] = CatalogRecord.model_validate(self._raw.pop(entry_id))
         return rec
 
     def _curated_ids(self) -> set[str]:
@@ -167,7 +179,8 @@ class KnowledgeBase:
             records={k: v for k, v in self._records.items() if k in linked}, catalog=[],
             compiled=None if self._compiled is None else [l for l in self._compiled if l.entry.id in curated_ids],
         )
-        written = {k: v for k, v in self._records.items() if v.has_text and k not in linked}
+        written = {k: v.model_dump(mode="json", exclude_none=True)
+                   for k, v in self._records.items() if v.has_text and k not in linked}
         rest = (written, self._catalog,
                 [] if self._compiled is None else [l for l in self._compiled if l.entry.id not in curated_ids])
         unwritten = {k: v for k, v in self._records.items() if not v.has_text and k not in linked}
