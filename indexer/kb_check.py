@@ -219,6 +219,42 @@ def check_catalog(ctx: CheckContext) -> Iterator[Finding]:
                 )
 
 
+REQUIRE_VERIFIED = False  # set once every entry carries its evidence (issue 15)
+
+
+def check_verified(ctx: CheckContext) -> Iterator[Finding]:
+    """Every curated entry names its evidence (``verified:``): where the message is printed,
+    read at a tag or commit, with a line; a document only where no source is readable."""
+    for loaded in ctx.kb.entries:
+        entry = loaded.entry
+        if not entry.verified:
+            if not REQUIRE_VERIFIED:
+                continue
+            yield _finding(loaded, "verified", "no 'verified:' evidence: cite where the message is printed "
+                           "and where each decoded field is set ({repo, ref, file, line, what})", "id")
+            continue
+        for n, ev in enumerate(entry.verified):
+            if ev.repo == "docs" and ev.ref != "docs":
+                yield _finding(loaded, "verified", "a document is cited with 'ref: docs'", "verified", n)
+            elif ev.repo not in ("docs",) and ev.line is None:
+                yield _finding(loaded, "verified", f"evidence in {ev.repo} {ev.file} needs the line", "verified", n)
+
+
+def check_versions_from_formats(ctx: CheckContext) -> Iterator[Finding]:
+    """An entry that links formats states the versions those records were read in."""
+    from indexer.catalog.records import entry_versions
+
+    for loaded in ctx.kb.entries:
+        entry = loaded.entry
+        records = [ctx.kb.records[f] for f in entry.formats if f in ctx.kb.records]
+        if not records or len(records) != len(entry.formats):
+            continue
+        want = entry_versions(records)
+        if want and not (entry.versions or "").startswith(want):
+            yield _finding(loaded, "versions", f"versions must start with those of the linked formats: {want!r} "
+                           f"(explainlog catalog link writes them; detail may follow in parentheses)", "versions" if entry.versions else "formats")
+
+
 CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_unique_ids,
     check_regex_compiles,
@@ -229,6 +265,8 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_examples,
     check_negatives,
     check_catalog,
+    check_verified,
+    check_versions_from_formats,
 ]
 
 

@@ -105,6 +105,19 @@ class Example(BaseModel):
     note: Optional[str] = None
 
 
+class Evidence(BaseModel):
+    """One place in the source that backs a fact of an entry: where the message is printed, or
+    where a decoded field, flag or value is set. ``repo: docs`` (with ``ref: docs``) names a
+    document instead, for messages outside readable source (a closed driver's Xid table)."""
+
+    model_config = ConfigDict(extra="forbid")
+    repo: Annotated[str, StringConstraints(pattern=r"^(?:[A-Za-z0-9][\w.-]*/[\w.-]+|docs|kernel)$")]
+    ref: NonEmpty  # a release tag or a commit, 'docs' for a document
+    file: NonEmpty  # a path in the repo; for docs the document (URL or title)
+    line: Optional[int] = None
+    what: NonEmpty  # the fact this place establishes
+
+
 class PatternEntry(BaseModel):
     """One log message format and its curated, bilingual explanation."""
 
@@ -132,6 +145,9 @@ class PatternEntry(BaseModel):
     # Ids of the catalogue records (kb/catalog/) whose message this entry explains: every
     # format of the message, old and new wordings; the entry's pattern must match their examples.
     formats: list[str] = Field(default_factory=list)
+    # The evidence for what the entry states, read at the tags claimed (issue 15): where the
+    # message is printed and where each decoded field or flag is set.
+    verified: list[Evidence] = Field(default_factory=list)
 
     @field_validator("examples", mode="before")
     @classmethod

@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from indexer.catalog.build import write_records
-from indexer.catalog.records import catalog_files
+from indexer.catalog.records import catalog_files, entry_versions
 from indexer.kb_loader import load_kb
 from indexer.normalize import normalize_line
 from indexer.patterns import compile_pattern
@@ -70,13 +70,23 @@ def write_links(kb_dir: Path) -> dict:
         lines = Path(file).read_text(encoding="utf-8").split("\n")
         edits = []  # (line index, replace?, text)
         for loaded in entries:
-            ids = links.get(loaded.entry.id)
-            if "formats" in {p[0] for p in loaded.positions if p}:
-                at = loaded.positions[("formats",)] - 1
-                edits.append((at, True, f"  formats: [{', '.join(ids)}]" if ids else None))
+            entry = loaded.entry
+            # links written by hand (a format no example reaches) stay; found ones are added
+            ids = sorted({f for f in entry.formats if f in kb.records} | set(links.get(entry.id, [])))
+            text = f"  formats: [{', '.join(ids)}]" if ids else None
+            versions = entry_versions([kb.records[f] for f in ids]) if ids else ""
+            if versions and not (entry.versions or "").startswith(versions):
+                at = loaded.positions.get(("versions",))
+                if at is not None and lines[at - 1].rstrip().endswith(("|-", ">-", "|", ">")):
+                    pass  # a block scalar is rewritten by hand; kb check names it
+                elif at is not None:
+                    edits.append((at - 1, True, f"  versions: '{versions}'"))
+                else:
+                    text = f"{text}\n  versions: '{versions}'"
+            if ("formats",) in loaded.positions:
+                edits.append((loaded.positions[("formats",)] - 1, True, text))
             elif ids:
-                at = loaded.positions[("source",)] - 1
-                edits.append((at + 1, False, f"  formats: [{', '.join(ids)}]"))
+                edits.append((loaded.positions[("source",)], False, text))
         for at, replace, text in sorted(edits, reverse=True):
             if replace:
                 if text is None:

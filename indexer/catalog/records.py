@@ -74,6 +74,34 @@ def version_span(versions: list[str]) -> str:
     return f"{versions[0]}–{versions[-1]}"
 
 
+REPO_NAMES = {
+    "NVIDIA/nccl": "NCCL", "ROCm/rccl": "RCCL", "pytorch/pytorch": "PyTorch",
+    "deepspeedai/DeepSpeed": "DeepSpeed", "NVIDIA/Megatron-LM": "Megatron-LM",
+    "huggingface/accelerate": "accelerate", "huggingface/transformers": "transformers",
+    "open-mmlab/mmengine": "mmengine", "InternLM/xtuner": "xtuner", "SchedMD/slurm": "Slurm",
+    "Lightning-AI/pytorch-lightning": "Lightning", "ROCm/clr": "HIP (clr)",
+    "ROCm/ROCR-Runtime": "ROCr", "ROCm/rocminfo": "rocminfo", "linux-rdma/rdma-core": "rdma-core",
+}
+
+
+def entry_versions(records: list[CatalogRecord]) -> str:
+    """An entry's ``versions:`` from the records it links: per project, the first and the last
+    tag read that print any of its formats ('NCCL v2.19.3-1–v2.27.7-1; RCCL rocm-6.0.0–…')."""
+    from indexer.catalog.build import version_key
+
+    tags: dict[str, set[str]] = {}
+    for rec in records:
+        tags.setdefault(rec.repo, set()).update(rec.versions)
+        for repo, versions in rec.other_versions.items():
+            tags.setdefault(repo, set()).update(versions)
+    parts = []
+    for repo, found in tags.items():
+        if found:
+            ordered = sorted(found, key=version_key)
+            parts.append(f"{REPO_NAMES.get(repo, repo)} {version_span(ordered)}")
+    return "; ".join(parts)
+
+
 def source_of(rec: CatalogRecord) -> dict:
     """The ``source`` object of an answer: where the line is printed, and in which releases."""
     out = {
