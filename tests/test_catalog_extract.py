@@ -118,6 +118,23 @@ def test_torch_cpp_checks_streams_and_brace_logs():
     assert re2.compile(pattern).search("RuntimeError: wait: 3 keys, timeout 300000ms")
 
 
+def test_torch_cpp_debug_and_trace_levels_of_c10d_logging():
+    """C10D_DEBUG / C10D_TRACE print "[c10d - debug] ..." at INFO when TORCH_DISTRIBUTED_DEBUG
+    is set: users paste them from debugging sessions, so they are catalogued with their level."""
+    src = textwrap.dedent(r'''
+        std::unique_ptr<SocketImpl> SocketListenOp::run() {
+          C10D_DEBUG("The server socket will attempt to listen on an IPv6 address.");
+          C10D_TRACE("The server socket on {} is not yet listening {}, will retry.", addr, err);
+        }
+    ''')
+    occs = {o.kind: o for o in torch_cpp_file("torch/csrc/distributed/c10d/socket.cpp", src)}
+    assert occs["C10D_DEBUG"].level == "DEBUG" and occs["C10D_TRACE"].level == "TRACE"
+    assert occs["C10D_DEBUG"].function == "SocketListenOp::run"
+    pattern, _ = to_pattern(list(occs["C10D_TRACE"].pieces))
+    assert re2.compile(pattern).search("The server socket on [::1]:29500 is not yet listening "
+                                       "Connection refused, will retry.")
+
+
 PY_SOURCE = textwrap.dedent('''
     import logging, warnings
     logger = logging.getLogger(__name__)

@@ -93,7 +93,7 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
     # format or level better (the text was written for the call at that line, not its id)
     text = texts.get(rid) or texts.get(("at", m.component, m.first.file, m.first.line)) or {}
     level_severity = {
-        "INFO": "info", "WARN": "warning", "WARNING": "warning", "ERROR": "error", "FATAL": "fatal",
+        "INFO": "info", "WARN": "warning", "WARNING": "warning", "ERROR": "error", "FATAL": "fatal", "DEBUG": "info", "TRACE": "info",
         "debug": "info", "info": "info", "warning": "warning", "warn": "warning", "error": "error",
         "exception": "error", "critical": "fatal", "print": "info",
     }

@@ -55,7 +55,7 @@ def nccl_file(path: str, text: str) -> list[Occurrence]:
 # ---- PyTorch C++ ------------------------------------------------------------------------
 TORCH_CALLS = (
     r"TORCH_CHECK(?:_WITH)?|TORCH_CHECK_[A-Z_]+|TORCH_INTERNAL_ASSERT(?:_DEBUG_ONLY)?|TORCH_WARN(?:_ONCE)?"
-    r"|C10_THROW_ERROR|C10D_THROW_ERROR|C10_CUDA_CHECK_WARN|C10D_(?:INFO|WARNING|ERROR)|LOG|LOG_IF|VLOG"
+    r"|C10_THROW_ERROR|C10D_THROW_ERROR|C10_CUDA_CHECK_WARN|C10D_(?:INFO|WARNING|ERROR|DEBUG|TRACE)|LOG|LOG_IF|VLOG"
     r"|fmt::format|c10::str"
 )
 

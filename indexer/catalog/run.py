@@ -30,7 +30,7 @@ from indexer.catalog.python_src import python_extractor, python_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
 from indexer.catalog.spec import (
     CLR_SKIP, CLR_UNDER, ROCR_SKIP, ROCR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, PyProject,
-    nccl_tags, rccl_tags, slurm_tags, torch_component,
+    nccl_tags, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS,
 )
 
 MANIFEST = "manifest.json"
@@ -111,6 +111,47 @@ def _probe_versions(records: list[dict], merged_pieces: dict[str, tuple], string
             rec["versions_from"] = "source and library strings"
 
 
+def _torch_cpp_trees(src: Path) -> list[Tree]:
+    trees = []
+    for d in sorted((p for p in src.iterdir() if p.is_dir()), key=lambda p: version_key(p.name)):
+        tree = directory_tree(
+            "v" + d.name, d,
+            ("torch/csrc/distributed/c10d", "c10/cuda", "torch/csrc/CudaIPCTypes.cpp"),
+            (".cpp", ".hpp", ".h", ".cu", ".cuh"), f"pytorch {d.name} source archive",
+        )
+        files = tuple(f for f in tree.files if not TORCH_CPP_SKIP.search(f.path))
+        trees.append(Tree(tree.version, tree.origin, files))
+    return trees
+
+
+def add_torch_cpp(out_dir: Path, src: Path, texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
+    """Source archives alone (no wheels): formats not yet in the catalogue are added, versioned
+    by the archives that have them (``versions_from: "source archives"``); records already
+    there keep the versions a full build gave them."""
+    trees = _torch_cpp_trees(src)
+    cpp = collect(torch_component, "pytorch/pytorch", trees, torch_cpp_file)
+    out: dict[str, list[dict]] = {}
+    have: dict[str, set] = {}
+    for m in cpp.values():
+        if m.level == "text" and not any(len(p.strip()) >= 12 for p in m.pieces if isinstance(p, str)):
+            continue
+        rec = to_record(m, texts)
+        comp = rec["component"]
+        if comp not in out:
+            path = out_dir / f"{comp}.jsonl"
+            rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()] \
+                if path.exists() else []
+            out[comp] = rows
+            have[comp] = {r["id"] for r in rows}
+        if rec["id"] not in have[comp]:
+            rec["versions_from"] = "source archives"
+            out[comp].append(rec)
+            have[comp].add(rec["id"])
+    manifest = [{"repo": "pytorch/pytorch", "version": t.version, "origin": t.origin, "files": len(t.files)}
+                for t in trees]
+    return out, manifest
+
+
 def build_torch(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
     wheels = Path(sources["torch-wheels"])
     src = Path(sources["torch-src"])
@@ -122,15 +163,7 @@ def build_torch(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[di
         py_trees.append(Tree(tree.version, tree.origin, files))
         if (d / "strings.txt").exists():
             strings["v" + d.name] = (d / "strings.txt").read_text(encoding="utf-8", errors="replace")
-    cpp_trees = []
-    for d in sorted((p for p in src.iterdir() if p.is_dir()), key=lambda p: version_key(p.name)):
-        tree = directory_tree(
-            "v" + d.name, d,
-            ("torch/csrc/distributed/c10d", "c10/cuda", "torch/csrc/CudaIPCTypes.cpp"),
-            (".cpp", ".hpp", ".h", ".cu", ".cuh"), f"pytorch {d.name} source archive",
-        )
-        files = tuple(f for f in tree.files if not TORCH_CPP_SKIP.search(f.path))
-        cpp_trees.append(Tree(tree.version, tree.origin, files))
+    cpp_trees = _torch_cpp_trees(src)
     py = collect(torch_component, "pytorch/pytorch", py_trees, python_file)
     cpp = collect(torch_component, "pytorch/pytorch", cpp_trees, torch_cpp_file)
     out: dict[str, list[dict]] = {}
@@ -161,6 +194,20 @@ def build_python_project(project: PyProject, git_dir: str, texts: dict) -> tuple
         tree = repo.tree(tag, project.under, (".py",))
         trees.append(Tree(tree.version, tree.origin,
                           tuple(f for f in tree.files if not project.skip.search(f.path))))
+    merged = collect(project.component, project.repo, trees, python_extractor(project.dialect))
+    records = [to_record(m, texts) for m in merged.values()]
+    manifest = [{"repo": project.repo, "version": t.version, "origin": t.origin, "files": len(t.files)}
+                for t in trees]
+    return records, manifest
+
+
+def build_wheel_project(project: PyProject, root: str, texts: dict) -> tuple[list[dict], list[dict]]:
+    """A Python project read from unpacked release wheels: ``root/<version>/<package>/...``."""
+    trees = []
+    dirs = sorted((p for p in Path(root).iterdir() if p.is_dir()), key=lambda p: version_key(p.name))
+    for d in dirs:
+        tree = directory_tree("v" + d.name, d, project.under, (".py",), f"{project.repo} {d.name} wheel")
+        trees.append(Tree(tree.version, tree.origin, tuple(f for f in tree.files if not project.skip.search(f.path))))
     merged = collect(project.component, project.repo, trees, python_extractor(project.dialect))
     records = [to_record(m, texts) for m in merged.values()]
     manifest = [{"repo": project.repo, "version": t.version, "origin": t.origin, "files": len(t.files)}
@@ -201,6 +248,10 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
         recs, read = build_torch(sources, texts)
         produced.update(recs)
         manifest["read"]["pytorch"] = read
+    elif "torch-src" in sources:
+        recs, read = add_torch_cpp(out_dir, Path(sources["torch-src"]), texts)
+        produced.update(recs)
+        manifest["read"]["pytorch-source-additions"] = read
     if "slurm" in sources:
         recs, read = build_slurm(sources["slurm"], texts)
         produced["slurm"] = recs
@@ -232,6 +283,11 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
             recs, read = build_python_project(project, sources[name], texts)
             produced[project.component] = recs
             manifest["read"][name] = read
+    for name, project in WHEEL_PROJECTS.items():
+        if name in sources:
+            recs, read = build_wheel_project(project, sources[name], texts)
+            produced[project.component] = recs
+            manifest["read"][name.removesuffix("-wheels")] = read
     for component, records in produced.items():
         write_records(out_dir / f"{component}.jsonl", records)
     counts = {}
