@@ -135,6 +135,23 @@ PY_PROJECTS: dict[str, PyProject] = {
 }
 
 
+# Projects read from their release wheels (one unpacked wheel per version directory, e.g.
+# ``tf/4.46.3/transformers/...``): too large to mirror with history, and what users run.
+WHEEL_PROJECTS: dict[str, PyProject] = {
+    # transformers: the trainer and its arguments, the deepspeed/fsdp integrations, model
+    # loading and saving, generation, and the availability checks of utils/import_utils
+    "transformers-wheels": PyProject(
+        "transformers", "huggingface/transformers", lambda versions: versions,
+        ("transformers",),
+        re.compile(r"_tf\.py$|^(?!transformers/(?:trainer[^/]*|training_args[^/]*|modeling_utils|configuration_utils"
+                   r"|tokenization_utils_base|dynamic_module_utils|integrations/(?:deepspeed|fsdp|accelerate"
+                   r"|integration_utils|peft|tensor_parallel)|generation/(?:utils|configuration_utils)"
+                   r"|utils/import_utils|utils/hub|modeling_flash_attention_utils)\.py$)"),
+        Dialect(helpers={"warning_advice": Helper(level="warning")}, print_paths=()),
+    ),
+}
+
+
 # ---- C projects read from git at release tags ---------------------------------------------
 def slurm_tags(tags: list[str]) -> list[str]:
     """The last release of each Slurm major version from 20.02 on (``slurm-24-05-8-1``)."""
