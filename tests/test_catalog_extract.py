@@ -515,3 +515,27 @@ def test_hsa_runtime_status_texts_and_stderr_reports():
     pattern, _ = to_pattern(list(occ.pieces), anchor_start=False)
     line = "Memory access fault by GPU node-4 (Agent handle: 0x55d0c5f0) on address 0x7f9a00000000. Reason: Page not present or supervisor privilege."
     assert occ.level == "error" and re2.compile(pattern).search(line)
+
+
+def test_wheel_project_reads_each_release_directory_and_keeps_only_its_files(tmp_path):
+    """transformers is read from unpacked release wheels: a message's versions are the release
+    directories that print it, and files outside the chosen modules are not read."""
+    from indexer.catalog.run import build_wheel_project
+    from indexer.catalog.spec import WHEEL_PROJECTS
+
+    trainer_old = 'logger = logging.get_logger(__name__)\ndef train():\n    logger.warning_once("Gradient accumulation steps mismatch")\n'
+    trainer_new = trainer_old + 'def save():\n    logger.info(f"Saving model checkpoint to {output_dir}")\n'
+    for version, text in (("4.30.2", trainer_old), ("4.46.3", trainer_new)):
+        pkg = tmp_path / version / "transformers"
+        (pkg / "models" / "bert").mkdir(parents=True)
+        (pkg / "trainer.py").write_text(text)
+        (pkg / "trainer_tf.py").write_text('logger.warning("TensorFlow trainer only")\n')
+        (pkg / "models" / "bert" / "modeling_bert.py").write_text('logger.warning("a model file")\n')
+    records, manifest = build_wheel_project(WHEEL_PROJECTS["transformers-wheels"], str(tmp_path), {})
+    by_format = {r["format"]: r for r in records}
+    assert set(by_format) == {"Gradient accumulation steps mismatch", "Saving model checkpoint to {output_dir}"}
+    assert by_format["Gradient accumulation steps mismatch"]["versions"] == ["v4.30.2", "v4.46.3"]
+    assert by_format["Gradient accumulation steps mismatch"]["level"] == "warning"
+    assert by_format["Saving model checkpoint to {output_dir}"]["versions"] == ["v4.46.3"]
+    assert all(r["component"] == "transformers" and r["repo"] == "huggingface/transformers" for r in records)
+    assert [m["version"] for m in manifest] == ["v4.30.2", "v4.46.3"]
