@@ -5,7 +5,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= serve,chat,batch,st,faiss,test
+EXTRAS ?= serve,chat,batch,st,faiss,mcp,test
 
 .PHONY: install run test kb-check index clean
 

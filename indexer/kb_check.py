@@ -292,10 +292,13 @@ def run_checks(kb_dir: Path) -> tuple[KnowledgeBase, list[Finding]]:
     findings = list(kb.findings)
     for check in CHECKS:
         findings.extend(check(ctx))
+    from indexer.glossary import glossary_findings
+
+    findings.extend(glossary_findings(Path(kb_dir), {l.entry.id for l in kb.entries}))
     return kb, findings
 
 
-def summarize(kb: KnowledgeBase, findings: list[Finding]) -> str:
+def summarize(kb: KnowledgeBase, findings: list[Finding], kb_dir: Path | None = None) -> str:
     by_check: dict[str, int] = defaultdict(int)
     for finding in findings:
         by_check[finding.check] += 1
@@ -305,6 +308,13 @@ def summarize(kb: KnowledgeBase, findings: list[Finding]) -> str:
         f"{len(kb.entries)} entries in {len(kb.files)} files, {n_examples} examples, {n_neg} negatives; "
         f"{len(kb.records)} catalogue records ({len(kb.catalog)} answer lines)"
     )
+    if kb_dir is not None:
+        from indexer.glossary import load_concepts, load_variables
+
+        concepts, _ = load_concepts(kb_dir)
+        variables, _ = load_variables(kb_dir)
+        head += (f"; {len(concepts)} concepts; {len(variables)} environment variables "
+                 f"({sum(1 for v in variables if v.text)} with text)")
     pending: dict[str, int] = defaultdict(int)
     for rec in kb.records.values():
         if not rec.has_text:

@@ -242,8 +242,13 @@ def _parse(text: str) -> tuple[yaml.Node | None, object]:
     return root, data
 
 
+# folders of the KB that hold other kinds of record than entries (read by their own loaders)
+NOT_ENTRIES = ("concepts", "params", "catalog", "calibration")
+
+
 def kb_files(kb_dir: Path) -> list[Path]:
-    return sorted(p for p in kb_dir.rglob("*.yaml") if p.is_file())
+    return sorted(p for p in kb_dir.rglob("*.yaml")
+                  if p.is_file() and p.relative_to(kb_dir).parts[0] not in NOT_ENTRIES)
 
 
 def kb_digest(kb_dir: Path) -> str:

@@ -175,6 +175,20 @@ class PatternEntry(BaseModel):
         return value
 
 
+class Concept(BaseModel):
+    """A concept the KB's texts rely on (LL128, PXN, ZeRO-3, rendezvous ...), for ``ask``:
+    ``kb/concepts/*.yaml``, a YAML list of these."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: Annotated[str, StringConstraints(pattern=ID_RE, max_length=120)]
+    names: list[NonEmpty] = Field(min_length=1)  # what users call it; an exact mention wins
+    component: Component
+    title: Bilingual
+    text: Bilingual
+    see: list[str] = Field(default_factory=list)  # ids of entries, variables or concepts
+    verified: list[Evidence] = Field(min_length=1)
+
+
 def json_schema() -> dict:
     """JSON Schema of one entry, for editors and for docs/kb-format.md."""
     return PatternEntry.model_json_schema()

@@ -44,7 +44,7 @@ def _cmd_kb_check(args: argparse.Namespace) -> int:
         return 2
     for finding in findings:
         print(finding)
-    print(summarize(kb, findings), file=sys.stderr if findings else sys.stdout)
+    print(summarize(kb, findings, Path(args.kb)), file=sys.stderr if findings else sys.stdout)
     return 1 if findings else 0
 
 
@@ -71,6 +71,64 @@ def _cmd_catalog_build(args: argparse.Namespace) -> int:
     for component, row in counts.items():
         levels = ", ".join(f"{k} {v}" for k, v in row["by_level"].items())
         print(f"{component}: {row['records']} records ({levels})")
+    return 0
+
+
+def _cmd_catalog_params(args: argparse.Namespace) -> int:
+    from indexer.catalog.params import build_params
+
+    sources = {}
+    for item in args.source or []:
+        name, _, path = item.partition("=")
+        if not path:
+            print(f"catalog params: --source wants NAME=PATH, got {item!r}", file=sys.stderr)
+            return 2
+        sources[name] = path
+    folder = Path(args.kb) / "params"
+    for component, n in build_params(folder, sources).items():
+        print(f"{component}: {n} variables")
+    if args.texts:
+        from indexer.catalog.params import merge_texts
+
+        merged, problems = merge_texts(folder, [Path(t) for t in args.texts])
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"{merged} variables have text merged; {len(problems)} rejected")
+        return 1 if problems else 0
+    return 0
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    import json
+
+    from indexer.kb_cache import load_kb_cached
+    from service.ask import Asker, render_text
+
+    question = " ".join(args.question).strip()
+    if question == "-":
+        question = sys.stdin.read().strip()
+    if not question:
+        print("explainlog ask: give a question, e.g. explainlog ask 'what does NCCL_IB_GID_INDEX do'", file=sys.stderr)
+        return 2
+    kb_dir = Path(args.kb)
+    encoder = None
+    if not args.no_model:
+        from indexer.encoder import default_encoder
+
+        encoder = default_encoder(args.model)
+    asker = Asker(kb_dir, load_kb_cached(kb_dir), encoder)
+    result = asker.ask(question, lang=args.lang, top=args.top)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(render_text(result))
+    return 0
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from service.mcp_server import run
+
+    run(_explainer(args), http_port=args.http)
     return 0
 
 
@@ -468,6 +526,32 @@ def build_parser() -> argparse.ArgumentParser:
                          help="keep only the first N bytes of a longer line (default 1 MiB, as annotate)")
     explain.set_defaults(func=_cmd_explain)
 
+    ask = sub.add_parser(
+        "ask", help="answer a question in words from the KB (variables, concepts, messages)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  explainlog ask 'what does NCCL_IB_GID_INDEX do'\n  explainlog ask 什么是 LL128？\n"
+               "  explainlog ask --json 'NCCL_P2P_DISABLE=1 有什么副作用'\n"
+               "a question the KB does not know is answered 'not in the knowledge base' (known: false)",
+    )
+    ask.add_argument("question", nargs="+", metavar="WORDS", help="the question ('-' reads stdin)")
+    ask.add_argument("--json", action="store_true", help="{question, lang, known, answers: [{kind, id, title, text, score, source}]}")
+    ask.add_argument("--lang", choices=("en", "zh"), default=None, help="answer language (default: the question's)")
+    ask.add_argument("--top", type=int, default=5, help="at most this many answers (default 5)")
+    ask.add_argument("--no-model", action="store_true", help="lexical search only (no sentence model)")
+    ask.set_defaults(func=_cmd_ask)
+
+    mcp = sub.add_parser(
+        "mcp", help="serve explain, triage and ask to AI assistants (Model Context Protocol)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  explainlog mcp                 # stdio: what an assistant's MCP config launches\n"
+               "  explainlog mcp --http 8765     # streamable HTTP on http://127.0.0.1:8765/mcp\n"
+               "tools: explain_line, explain_lines, triage_log, ask, get_entry; resources: explainlog://entries,\n"
+               "explainlog://entry/{id}",
+    )
+    mcp.add_argument("--http", type=int, default=None, metavar="PORT",
+                     help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio")
+    mcp.set_defaults(func=_cmd_mcp)
+
     tr = sub.add_parser(
         "triage", help="what killed the job: the first real failure, the cascade folded, the job's facts",
         epilog="examples:\n  explainlog triage train.log\n  explainlog triage --json rank0.log rank1.log.gz\n"
@@ -566,6 +650,17 @@ def build_parser() -> argparse.ArgumentParser:
         "link", help="write formats: links from curated entries to the records of their message", formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example:\n  explainlog catalog link && explainlog kb check",
     ).set_defaults(func=_cmd_catalog_link)
+    cp = catalog_sub.add_parser(
+        "params", help="extract the environment variables each project reads, at every tag (kb/params/)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  explainlog catalog params --source nccl=/src/nccl.git --source rccl=/src/rccl.git "
+               "--source torch-src=/src/torch-src --source deepspeed=/src/DeepSpeed.git",
+    )
+    cp.add_argument("--source", action="append", metavar="NAME=PATH",
+                    help="nccl, rccl, deepspeed, accelerate, megatron, mmengine, xtuner (git dirs), torch-src (directory)")
+    cp.add_argument("--texts", action="append", default=[], metavar="TEXTS.jsonl",
+                    help="merge written texts (name, title {en, zh}, text {en, zh}) into the records")
+    cp.set_defaults(func=_cmd_catalog_params)
     return parser
 
 

@@ -14,7 +14,7 @@ from fastapi import Depends, FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
 from service.explainer import Explainer
-from service.http import routes_annotate, routes_explain, routes_ops, routes_patterns, routes_triage
+from service.http import routes_annotate, routes_ask, routes_explain, routes_ops, routes_patterns, routes_triage
 from service.http.auth import require_token
 from service.http.catalog import Catalog
 from service.http.errors import install_error_handlers
@@ -55,7 +55,8 @@ def create_app(source: Explainer | Settings | None = None, settings: Settings | 
     app.state.catalog = Catalog(explainer.entries)
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
     install_error_handlers(app)
-    for api in (routes_explain.router, routes_annotate.router, routes_patterns.router, routes_triage.router):
+    for api in (routes_explain.router, routes_annotate.router, routes_patterns.router, routes_triage.router,
+                routes_ask.router):
         app.include_router(api, dependencies=[Depends(require_token), Depends(rate_limited)])
     app.include_router(routes_ops.router)
     install_pages(app)

@@ -1,0 +1,409 @@
+"""``explainlog ask``: answer a question in words from the knowledge base (issue 19).
+
+No language model and no generated text: the answer is one or more texts the KB already holds,
+ranked. The documents are the environment variables (``kb/params``), the concepts
+(``kb/concepts``), the curated entries and the catalogue records that have text.
+
+Ranking, in order of authority:
+1. **Exact names**: a variable's name (``NCCL_IB_GID_INDEX``, any case), a concept's name or
+   alias (``LL128``, ``ZeRO-3``) or an entry id in the question puts that document first.
+2. **Lexical**: BM25 (Okapi, k1 1.5, b 0.75; ``BM25`` below, numpy only) over both languages, Chinese segmented with ``rjieba``; names
+   and titles count three and two times.
+3. **Embedding**: the cosine of the question and the document under the KB's sentence model,
+   for variables, concepts and entries; fused with BM25 by reciprocal rank.
+
+A question the KB does not know gets ``known: false`` and no answers rather than the nearest
+text: without an exact name, the top document must share most of the question's content
+words (``COVERAGE``) with a BM25 score of at least ``MIN_BM25``, or be very close under the
+model (``MIN_COSINE``). The thresholds were set on the labelled questions of
+``tests/data/questions.jsonl`` after that set was frozen (README, "Questions").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from indexer import paths
+from indexer.catalog.records import REPO_NAMES, source_of, version_span
+from indexer.glossary import load_concepts, load_variables
+from indexer.kb_loader import KnowledgeBase
+from indexer.texts import OPTIONAL, PLACEHOLDER
+
+CJK = re.compile(r"[\u3400-\u9fff]")
+LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9_.+-]*[a-z0-9]|[a-z0-9]")
+NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
+ID_TOKEN = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+){2,}")
+EN_STOP = frozenset(
+    "a an and are as at be by can do does did for from how i if in is it its me my of on or so that the "
+    "this to was what when where which who why will with you your should we there any set get use using used "
+    "mean means meaning happen happens about after before not no yes vs versus than then".split()
+)
+ZH_STOP = frozenset(
+    "的 了 是 吗 呢 啊 吧 么 什么 怎么 怎样 如何 为什么 为何 哪些 哪个 有 没有 在 和 与 及 或 就 都 也 还 要 会 能 可以 "
+    "一个 这个 那个 这 那 我 你 他 我们 请问 一下 时候 时 中 上 下 里 对 把 被 给 让 用 使用 设置 问题 意思 含义 作用 "
+    "是否 怎么办 应该 多少 报错 出现 ？ ? ， , 。 . ： : ！ ! 、 （ ） ( ) “ ” \" '".split()
+)
+KIND_ORDER = {"variable": 0, "concept": 1, "entry": 2, "record": 3}
+MIN_BM25 = 4.0
+COVERAGE = 0.5
+MIN_COSINE = 0.62
+TOP = 5
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case Latin words (a name like NCCL_IB_HCA also as its parts) and Chinese words."""
+    import rjieba
+
+    out: list[str] = []
+    for piece in re.split(r"([\u3400-\u9fff]+)", text):
+        if not piece:
+            continue
+        if CJK.match(piece):
+            out += [w for w in rjieba.cut(piece) if w.strip()]
+            continue
+        for word in LATIN_WORD.findall(piece.lower()):
+            out.append(word)
+            if "_" in word:
+                out += [p for p in word.split("_") if p]
+    return out
+
+
+def content(words: list[str]) -> list[str]:
+    return [w for w in words if w not in EN_STOP and w not in ZH_STOP and not w.isdigit()]
+
+
+@dataclass
+class Doc:
+    kind: str
+    id: str
+    names: tuple[str, ...]
+    title: dict[str, str]
+    text: dict[str, str]
+    source: dict | None
+    see: tuple[str, ...] = ()
+    component: str = ""
+
+    def answer(self, lang: str, score: float) -> dict:
+        other = "en" if lang == "zh" else "zh"
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "component": self.component,
+            "title": self.title.get(lang) or self.title.get(other, ""),
+            "text": self.text.get(lang) or self.text.get(other, ""),
+            "score": round(float(score), 3),
+            "source": self.source,
+        }
+
+
+def _plain(text: str) -> str:
+    """An entry's text read without a line: optional segments dropped, ``{rank}`` as ``rank``."""
+    return PLACEHOLDER.sub(lambda m: m.group(1).replace("_", " "), OPTIONAL.sub("", text))
+
+
+def build_docs(kb_dir: Path, kb: KnowledgeBase) -> list[Doc]:
+    docs: list[Doc] = []
+    variables, _ = load_variables(kb_dir)
+    for v in variables:
+        if v.text is None:
+            continue
+        source = {"repo": v.repo, "file": v.file, "line": v.line, "function": v.function,
+                  "versions": f"{REPO_NAMES.get(v.repo, v.repo)} {version_span(list(v.versions))}",
+                  "read_as": v.kind}
+        if v.default is not None:
+            source["default"] = v.default
+        docs.append(Doc("variable", v.name, (v.name, *v.aliases), v.title.model_dump(), v.text.model_dump(),
+                        source, component=v.component))
+    concepts, _ = load_concepts(kb_dir)
+    for c in concepts:
+        ev = c.verified[0]
+        source = {"repo": ev.repo, "ref": ev.ref, "file": ev.file, "line": ev.line}
+        docs.append(Doc("concept", c.id, tuple(c.names), c.title.model_dump(), c.text.model_dump(), source,
+                        tuple(c.see), c.component.value))
+    for loaded in kb.entries:
+        e = loaded.entry
+        text = {lang: _plain(getattr(e.explanation, lang)) for lang in ("en", "zh")}
+        docs.append(Doc("entry", e.id, (e.id,), e.title.model_dump(), text,
+                        {"file": e.source, "versions": e.versions}, component=e.component.value))
+    for rec in kb.records.values():
+        if not rec.has_text:
+            continue
+        text = {lang: _plain(getattr(rec.explanation, lang)) for lang in ("en", "zh")}
+        docs.append(Doc("record", rec.id, (rec.id,), rec.title.model_dump(), text, source_of(rec),
+                        component=rec.component.value))
+    return docs
+
+
+class BM25:
+    """Okapi BM25 over token lists: an inverted index of term -> (doc ids, term counts)."""
+
+    def __init__(self, corpus: list[list[str]], k1: float = 1.5, b: float = 0.75) -> None:
+        n = len(corpus)
+        lengths = np.array([len(doc) for doc in corpus], dtype=np.float32)
+        avg = float(lengths.mean()) if n else 1.0
+        postings: dict[str, dict[int, int]] = {}
+        for i, doc in enumerate(corpus):
+            for term in doc:
+                row = postings.setdefault(term, {})
+                row[i] = row.get(i, 0) + 1
+        self.n = n
+        self.norm = k1 * (1 - b + b * lengths / max(avg, 1e-6))
+        self.k1 = k1
+        self.index: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}
+        for term, row in postings.items():
+            ids = np.fromiter(row.keys(), dtype=np.int32, count=len(row))
+            tf = np.fromiter(row.values(), dtype=np.float32, count=len(row))
+            idf = float(np.log(1 + (n - len(row) + 0.5) / (len(row) + 0.5)))
+            self.index[term] = (ids, tf, idf)
+
+    def scores(self, query: list[str]) -> np.ndarray:
+        out = np.zeros(self.n, dtype=np.float32)
+        for term in set(query):
+            hit = self.index.get(term)
+            if hit is None:
+                continue
+            ids, tf, idf = hit
+            out[ids] += idf * tf * (self.k1 + 1) / (tf + self.norm[ids])
+        return out
+
+
+@dataclass
+class _Index:
+    docs: list[Doc]
+    retriever: BM25
+    doc_tokens: list[frozenset]
+    exact: dict[str, list[int]]
+    concept_names: list[tuple[str, list[int]]] = field(default_factory=list)
+    embedded: list[int] = field(default_factory=list)  # docs that have vectors, in order
+    vectors: np.ndarray | None = None
+
+
+def _doc_tokens(doc: Doc) -> list[str]:
+    names = " ".join(doc.names)
+    words = tokens(names) * 3 + tokens(f"{doc.title.get('en', '')} {doc.title.get('zh', '')}") * 2
+    return words + tokens(f"{doc.text.get('en', '')} {doc.text.get('zh', '')}")
+
+
+class Asker:
+    """Answers questions from one KB; build once per process (CLI, server, MCP)."""
+
+    def __init__(self, kb_dir: Path, kb: KnowledgeBase, encoder=None, cache_dir: Path | None = None) -> None:
+        self.kb_dir = Path(kb_dir)
+        self.kb = kb
+        self._encoder = encoder
+        self._cache_dir = cache_dir
+        self._index: _Index | None = None
+        self._lock = threading.Lock()
+
+    # ---- the index: BM25 over every document, vectors for the small kinds ------------------
+    def _key(self) -> str:
+        return hashlib.sha256(("ask-v2\0" + self.kb.digest).encode()).hexdigest()[:20]
+
+    def index(self) -> _Index:
+        with self._lock:
+            if self._index is None:
+                self._index = self._load_or_build()
+            return self._index
+
+    def _load_or_build(self) -> _Index:
+        cache = (self._cache_dir or paths.cache_dir()) / f"ask-{self._key()}.pickle"
+        if cache.exists():
+            try:
+                with cache.open("rb") as fh:
+                    return pickle.load(fh)
+            except Exception:
+                pass
+        docs = build_docs(self.kb_dir, self.kb)
+        corpus = [_doc_tokens(d) for d in docs]
+        retriever = BM25(corpus)
+        exact: dict[str, list[int]] = {}
+        for i, d in enumerate(docs):
+            for name in {d.id, *d.names}:
+                exact.setdefault(name.lower(), []).append(i)
+        concept_names = sorted({(n.lower(), i) for i, d in enumerate(docs) if d.kind == "concept" for n in d.names})
+        grouped: dict[str, list[int]] = {}
+        for name, i in concept_names:
+            grouped.setdefault(name, []).append(i)
+        index = _Index(docs, retriever, [frozenset(c) for c in corpus], exact, sorted(grouped.items()))
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(".tmp")
+            with tmp.open("wb") as fh:
+                pickle.dump(index, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            tmp.replace(cache)
+        except OSError:
+            pass
+        return index
+
+    def _vectors(self, index: _Index) -> np.ndarray | None:
+        """Vectors of variables, concepts and entries (records are many and BM25 finds them)."""
+        if self._encoder is None:
+            return None
+        if index.vectors is None:
+            chosen = [i for i, d in enumerate(index.docs) if d.kind != "record"]
+            name = re.sub(r"[^\w.-]+", "_", getattr(self._encoder, "name", "model"))
+            cache = (self._cache_dir or paths.cache_dir()) / f"ask-{self._key()}-{name}.npy"
+            vectors = None
+            if cache.exists():
+                try:
+                    vectors = np.load(cache)
+                    if vectors.shape[0] != len(chosen):
+                        vectors = None
+                except (OSError, ValueError):
+                    vectors = None
+            if vectors is None:
+                texts = [f"{index.docs[i].title.get('en', '')}. {index.docs[i].text.get('en', '')}"[:600]
+                         for i in chosen]
+                vectors = self._encoder.encode(texts) if texts else np.zeros((0, 384), dtype=np.float32)
+                try:
+                    cache.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = cache.with_name(cache.name + ".tmp.npy")
+                    np.save(tmp, vectors)
+                    tmp.replace(cache)
+                except OSError:
+                    pass
+            index.vectors = vectors
+            index.embedded = chosen
+        return index.vectors
+
+    # ---- answering -------------------------------------------------------------------------
+    def _exact(self, index: _Index, question: str) -> list[int]:
+        """Documents named in the question: variables and ids by their exact name (any case),
+        concepts by a name or alias as a whole word (or a Chinese name anywhere)."""
+        low = question.lower()
+        hits: list[tuple[int, int]] = []  # (-length of the name matched, doc)
+        for token in NAME_TOKEN.findall(question) + ID_TOKEN.findall(low):
+            for i in index.exact.get(token.lower(), []):
+                hits.append((-len(token), i))
+        for name, concept_ids in index.concept_names:
+            if CJK.search(name):
+                found = name in low
+            else:
+                found = re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", low) is not None
+            if found:
+                hits += [(-len(name), i) for i in concept_ids]
+        out: list[int] = []
+        for _, i in sorted(hits, key=lambda h: (h[0], KIND_ORDER[index.docs[h[1]].kind])):
+            if i not in out:
+                out.append(i)
+        return out
+
+    def ask(self, question: str, lang: str | None = None, top: int = TOP) -> dict:
+        question = (question or "").strip()
+        lang = lang or ("zh" if CJK.search(question) else "en")
+        result = {"question": question, "lang": lang, "known": False, "answers": []}
+        if not question:
+            return result
+        index = self.index()
+        exact = self._exact(index, question)
+        words = tokens(question)
+        wanted = content(words)
+        scores = index.retriever.scores(words)
+        order = np.argsort(-scores)[:50]
+        lexical = [int(i) for i in order if scores[i] > 0]
+        cosine: dict[int, float] = {}
+        vectors = self._vectors(index)
+        semantic: list[int] = []
+        if vectors is not None and len(index.embedded):
+            qv = self._encoder.encode([question])[0]
+            sims = vectors @ qv
+            best = np.argsort(-sims)[:50]
+            semantic = [index.embedded[int(j)] for j in best]
+            cosine = {index.embedded[int(j)]: float(sims[j]) for j in best}
+        fused: dict[int, float] = {}
+        for rank, i in enumerate(lexical):
+            fused[i] = fused.get(i, 0.0) + 1.0 / (60 + rank)
+        for rank, i in enumerate(semantic):
+            fused[i] = fused.get(i, 0.0) + 1.0 / (60 + rank)
+        ranked = sorted(fused, key=lambda i: (-fused[i], KIND_ORDER[index.docs[i].kind]))
+
+        def covered(i: int) -> float:
+            if not wanted:
+                return 0.0
+            return sum(1 for w in set(wanted) if w in index.doc_tokens[i]) / len(set(wanted))
+
+        known = bool(exact)
+        if not known and ranked:
+            top_lex = lexical[0] if lexical else None
+            if top_lex is not None and scores[top_lex] >= MIN_BM25 and covered(top_lex) >= COVERAGE:
+                known = True
+            elif semantic and cosine.get(semantic[0], 0.0) >= MIN_COSINE:
+                known = True
+        if not known:
+            return result
+        chosen = exact + [i for i in ranked if i not in exact]
+        answers = []
+        for i in chosen[:top]:
+            score = 1.0 if i in exact else min(0.99, 0.5 * covered(i) + 0.5 * max(cosine.get(i, 0.0), 0.0))
+            answers.append(index.docs[i].answer(lang, score))
+        result["known"] = True
+        result["answers"] = answers
+        return result
+
+    def get(self, ident: str, lang: str = "en") -> dict | None:
+        """One document by id or exact name (an entry id, a record id, a variable, a concept)."""
+        index = self.index()
+        ids = index.exact.get(ident.lower(), [])
+        if not ids:
+            return None
+        ids.sort(key=lambda i: KIND_ORDER[index.docs[i].kind])
+        return index.docs[ids[0]].answer(lang, 1.0)
+
+
+_ASKERS: dict[str, Asker] = {}
+
+
+def asker_for(explainer) -> Asker:
+    """The process's Asker for an Explainer's KB (shares its encoder when it has one loaded)."""
+    key = str(explainer.kb_dir)
+    if key not in _ASKERS:
+        encoder = None
+        try:
+            encoder = explainer.encoder
+        except Exception:
+            encoder = None
+        _ASKERS[key] = Asker(explainer.kb_dir, explainer.kb, encoder)
+    return _ASKERS[key]
+
+
+KIND_LABEL = {"en": {"variable": "variable", "concept": "concept", "entry": "message", "record": "message (source)"},
+              "zh": {"variable": "环境变量", "concept": "概念", "entry": "日志消息", "record": "日志消息（源码）"}}
+NOT_KNOWN = {"en": "Not in the knowledge base: no variable, concept or message of the KB answers this question.",
+             "zh": "知识库中没有相关内容：没有哪个环境变量、概念或日志消息能回答这个问题。"}
+
+
+def source_line(source: dict | None) -> str:
+    if not source:
+        return ""
+    where = " ".join(str(source[k]) for k in ("repo", "file") if source.get(k))
+    if source.get("line"):
+        where += f":{source['line']}"
+    if source.get("function"):
+        where += f" ({source['function']})"
+    if source.get("versions"):
+        where += f", {source['versions']}"
+    return where
+
+
+def render_text(result: dict, width: int = 100) -> str:
+    from service.render import wrap_display
+
+    lang = result.get("lang", "en")
+    if not result.get("known"):
+        return NOT_KNOWN[lang]
+    lines = []
+    for n, ans in enumerate(result["answers"], 1):
+        label = KIND_LABEL[lang][ans["kind"]]
+        lines.append(f"{n}. [{label}] {ans['id']}: {ans['title']}")
+        lines += ["   " + l for l in wrap_display(ans["text"], width - 3)]
+        where = source_line(ans.get("source"))
+        if where:
+            lines.append(("   来源：" if lang == "zh" else "   source: ") + where)
+    return "\n".join(lines)

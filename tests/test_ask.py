@@ -1,0 +1,216 @@
+"""``explainlog ask``, ``/v1/ask`` and the MCP server, on a small KB of their own (one entry,
+two concepts, two variables) so each assertion knows exactly what the KB holds; the labelled
+question set is measured on the real KB by ``explainlog eval --questions`` (README)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+ENTRY = {
+    "id": "demo.watchdog_timeout",
+    "title": {"en": "The NCCL watchdog timed out a collective", "zh": "NCCL watchdog 判定集合通信超时"},
+    "component": "torch_distributed", "severity": "error", "role": "root_cause",
+    "pattern": r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+)",
+    "fields": {"seq": {"en": "sequence number", "zh": "序号"}},
+    "explanation": {"en": "A collective ran longer than the process group timeout; the watchdog aborts the communicator.",
+                    "zh": "某个集合通信的运行时间超过了进程组的超时时间，watchdog 随即中止通信器。"},
+    "action": {"en": "Find the rank that did not enter the collective.", "zh": "找出没有进入该集合通信的 rank。"},
+    "examples": ["[rank1]:[E ProcessGroupNCCL.cpp:563] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)"],
+    "source": "pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+    "verified": [{"repo": "pytorch/pytorch", "ref": "v2.6.0", "file": "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+                  "line": 1, "what": "test entry"}],
+}
+CONCEPTS = [
+    {"id": "concept.nccl_proto_ll128", "names": ["LL128"], "component": "nccl",
+     "title": {"en": "LL128: NCCL's protocol with 128-byte lines", "zh": "LL128：以 128 字节为单位的协议"},
+     "text": {"en": "Each 128-byte line carries 120 bytes of data and an 8-byte flag the receiver polls.",
+              "zh": "每个 128 字节的行里有 120 字节数据和 8 字节标志，接收方轮询标志。"},
+     "verified": [{"repo": "NVIDIA/nccl", "ref": "v2.21.5-1", "file": "src/include/device.h", "line": 60, "what": "line layout"}]},
+    {"id": "concept.nccl_proto_ll", "names": ["LL", "低延迟协议"], "component": "nccl",
+     "title": {"en": "LL: NCCL's low-latency protocol", "zh": "LL：NCCL 的低延迟协议"},
+     "text": {"en": "Each 8-byte word carries 4 bytes of data and a 4-byte flag.",
+              "zh": "每个 8 字节的字里有 4 字节数据和 4 字节标志。"},
+     "verified": [{"repo": "NVIDIA/nccl", "ref": "v2.21.5-1", "file": "src/include/device.h", "line": 40, "what": "LL line"}]},
+]
+VARIABLES = [
+    {"name": "NCCL_IB_GID_INDEX", "component": "nccl", "repo": "NVIDIA/nccl", "file": "src/transport/net_ib.cc",
+     "line": 12, "function": "", "kind": "NCCL_PARAM int64", "default": "-1", "versions": ["v2.4.2-1", "v2.30.7-1"],
+     "title": {"en": "GID index NCCL uses on RoCE ports", "zh": "NCCL 在 RoCE 端口上使用的 GID 索引"},
+     "text": {"en": "Selects the entry of the port's GID table used to address RoCE peers; unset lets NCCL pick one.",
+              "zh": "选择 RoCE 端口 GID 表中的哪一项用于寻址对端；不设置时由 NCCL 自己挑选。"}},
+    {"name": "NCCL_P2P_DISABLE", "component": "nccl", "repo": "NVIDIA/nccl", "file": "src/graph/paths.cc",
+     "line": 289, "function": "ncclGetUserP2pLevel", "kind": "read by name", "default": None,
+     "versions": ["v2.4.2-1", "v2.30.7-1"],
+     "title": {"en": "Turn off the P2P transport between GPUs", "zh": "关闭 GPU 之间的 P2P 传输"},
+     "text": {"en": "When set to 1, GPUs in one node exchange data through host memory instead of P2P.",
+              "zh": "设为 1 时，同一节点内的 GPU 不再走 P2P，而是经主机内存交换数据。"}},
+]
+
+
+@pytest.fixture(scope="module")
+def small_kb(tmp_path_factory) -> Path:
+    kb = tmp_path_factory.mktemp("askkb") / "kb"
+    (kb / "concepts").mkdir(parents=True)
+    import shutil
+
+    shutil.copytree(REPO / "kb" / "calibration", kb / "calibration")  # the semantic tier's unrelated lines
+    (kb / "params").mkdir()
+    (kb / "demo.yaml").write_text(yaml.safe_dump([ENTRY], allow_unicode=True, sort_keys=False), encoding="utf-8")
+    (kb / "concepts" / "concepts.yaml").write_text(yaml.safe_dump(CONCEPTS, allow_unicode=True, sort_keys=False),
+                                                    encoding="utf-8")
+    (kb / "params" / "nccl.jsonl").write_text("".join(json.dumps(v, ensure_ascii=False) + "\n" for v in VARIABLES),
+                                              encoding="utf-8")
+    return kb
+
+
+@pytest.fixture(scope="module")
+def asker(small_kb, tmp_path_factory):
+    from indexer.encoder import default_encoder
+    from indexer.kb_cache import load_kb_cached
+    from service.ask import Asker
+
+    return Asker(small_kb, load_kb_cached(small_kb), default_encoder(), tmp_path_factory.mktemp("askcache"))
+
+
+def test_small_kb_passes_kb_check(small_kb):
+    from indexer.kb_check import run_checks
+
+    _, findings = run_checks(small_kb)
+    assert [str(f) for f in findings] == []
+
+
+def test_an_exact_variable_name_wins(asker):
+    result = asker.ask("what does NCCL_IB_GID_INDEX do")
+    assert result["known"] and result["lang"] == "en"
+    top = result["answers"][0]
+    assert (top["kind"], top["id"], top["score"]) == ("variable", "NCCL_IB_GID_INDEX", 1.0)
+    assert top["source"]["file"] == "src/transport/net_ib.cc" and top["source"]["default"] == "-1"
+    # written inside other text, in any case
+    assert asker.ask("nccl_p2p_disable=1 有什么副作用")["answers"][0]["id"] == "NCCL_P2P_DISABLE"
+
+
+def test_a_chinese_question_about_a_concept_is_answered_in_chinese(asker):
+    result = asker.ask("什么是 LL128？")
+    assert result["known"] and result["lang"] == "zh"
+    assert result["answers"][0]["id"] == "concept.nccl_proto_ll128"
+    assert "128 字节" in result["answers"][0]["text"]
+    # the longer name is the more specific one; a Chinese alias counts as a name
+    assert asker.ask("LL 和 LL128 有什么区别")["answers"][0]["id"] == "concept.nccl_proto_ll128"
+    assert asker.ask("低延迟协议是什么")["answers"][0]["id"] == "concept.nccl_proto_ll"
+
+
+def test_a_message_question_finds_its_entry(asker):
+    result = asker.ask("why does the watchdog say collective operation timeout")
+    assert result["known"]
+    assert result["answers"][0]["id"] == "demo.watchdog_timeout"
+
+
+@pytest.mark.parametrize("question", ["nginx 502 bad gateway 怎么解决", "how do I center a div in CSS",
+                                      "What is the capital of France?", ""])
+def test_unrelated_questions_are_declined(asker, question):
+    result = asker.ask(question)
+    assert result["known"] is False and result["answers"] == []
+
+
+def test_get_finds_any_kind_by_id_or_name(asker):
+    assert asker.get("NCCL_IB_GID_INDEX")["kind"] == "variable"
+    assert asker.get("concept.nccl_proto_ll")["kind"] == "concept"
+    assert asker.get("demo.watchdog_timeout", "zh")["title"] == ENTRY["title"]["zh"]
+    assert asker.get("NO_SUCH_THING") is None
+
+
+def _cli(*args: str, kb: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "service.cli", "--kb", str(kb), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_json_and_text(small_kb):
+    done = _cli("ask", "--json", "what does NCCL_IB_GID_INDEX do", kb=small_kb)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert set(result) == {"question", "lang", "known", "answers"}
+    assert set(result["answers"][0]) == {"kind", "id", "component", "title", "text", "score", "source"}
+    text = _cli("ask", "什么是", "LL128？", kb=small_kb)
+    assert text.returncode == 0 and "[概念] concept.nccl_proto_ll128" in text.stdout and "来源：" in text.stdout
+    declined = _cli("ask", "--no-model", "how do I center a div in CSS", kb=small_kb)
+    assert declined.returncode == 0 and declined.stdout.startswith("Not in the knowledge base")
+    assert _cli("ask", " ", kb=small_kb).returncode == 2
+
+
+@pytest.fixture(scope="module")
+def small_server(small_kb, tmp_path_factory):
+    from http_testing import serve
+    from service.explainer import Explainer
+
+    explainer = Explainer(kb_dir=small_kb, index_dir=tmp_path_factory.mktemp("idx") / "index")
+    with serve(explainer) as running:
+        yield running
+
+
+def test_http_get_and_post(small_server):
+    with httpx.Client(base_url=small_server.url, timeout=120) as http:
+        got = http.get("/v1/ask", params={"q": "什么是 LL128？"})
+        assert got.status_code == 200 and got.json()["answers"][0]["id"] == "concept.nccl_proto_ll128"
+        posted = http.post("/v1/ask", json={"q": "what does NCCL_IB_GID_INDEX do", "lang": "zh"})
+        assert posted.status_code == 200
+        assert posted.json()["answers"][0]["title"] == VARIABLES[0]["title"]["zh"]
+        plain = http.post("/v1/ask", content="nginx 502 bad gateway", headers={"content-type": "text/plain"})
+        assert plain.status_code == 200 and plain.json()["known"] is False
+        assert http.get("/v1/ask").status_code == 422
+        assert http.post("/v1/ask", json={"q": "x", "lang": "fr"}).status_code == 422
+        assert http.post("/v1/ask", json=["not", "an", "object"]).status_code == 422
+
+
+def test_mcp_server_over_stdio_with_the_sdk_client(small_kb, tmp_path):
+    """The SDK's own client launches `explainlog mcp`, lists its tools and resources, calls them."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    env = dict(os.environ, EXPLAINLOG_INDEX=str(tmp_path / "index"))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "service.cli", "--kb", str(small_kb), "mcp"],
+                                   cwd=str(REPO), env=env)
+
+    async def session_run() -> dict:
+        out: dict = {}
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = await session.list_tools()
+                out["tools"] = {t.name: t.input_schema for t in tools.tools}
+                line = ENTRY["examples"][0]
+                res = await session.call_tool("explain_line", {"line": line})
+                out["explain"] = (res.is_error, res.structured_content)
+                res = await session.call_tool("explain_lines", {"lines": [line, "hello world"]})
+                out["explain_lines"] = res.structured_content
+                res = await session.call_tool("ask", {"question": "什么是 LL128？"})
+                out["ask"] = res.structured_content
+                res = await session.call_tool("get_entry", {"id": "NO_SUCH_THING"})
+                out["missing"] = res.is_error
+                res = await session.call_tool("triage_log", {"log": line + "\n"})
+                out["triage"] = (res.is_error, res.structured_content)
+                listed = await session.list_resources()
+                out["resources"] = [str(r.uri) for r in listed.resources]
+                read_back = await session.read_resource("explainlog://entry/demo.watchdog_timeout")
+                out["entry"] = json.loads(read_back.contents[0].text)
+        return out
+
+    out = anyio.run(session_run)
+    assert set(out["tools"]) == {"explain_line", "explain_lines", "triage_log", "ask", "get_entry"}
+    assert out["tools"]["explain_line"]["properties"]["line"]["type"] == "string"
+    assert out["explain"][0] is False and out["explain"][1]["pattern_id"] == "demo.watchdog_timeout"
+    assert [a["known"] for a in out["explain_lines"]["answers"]] == [True, False]
+    assert out["ask"]["answers"][0]["id"] == "concept.nccl_proto_ll128"
+    assert out["missing"] is True
+    assert out["triage"][0] is False and "root_cause" in out["triage"][1]
+    assert "explainlog://entries" in out["resources"]
+    assert out["entry"]["id"] == "demo.watchdog_timeout"
