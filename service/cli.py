@@ -442,6 +442,28 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                     if r["verdict"] != "right":
                         print(f"  {r['case']} ({r['kind']}): {r['verdict']}\n    expected: {r['expected']}\n    got:      {(r['got'] or '')[:160]}  [{r['got_pattern']}]")
         return 0
+    if args.questions:
+        from indexer.encoder import default_encoder
+        from indexer.kb_cache import load_kb_cached
+        from service.ask import Asker
+        from service.ask_eval import evaluate_questions, load_questions
+
+        try:
+            rows = load_questions([Path(p) for p in args.files])
+        except (OSError, ValueError) as exc:
+            print(f"eval: {exc}", file=sys.stderr)
+            return 2
+        kb_dir = Path(args.kb)
+        report = evaluate_questions(Asker(kb_dir, load_kb_cached(kb_dir), default_encoder(args.model)), rows)
+        if args.json:
+            print(json.dumps({k: v for k, v in report.__dict__.items() if k != "misses" or args.show_errors},
+                             indent=2, ensure_ascii=False))
+        else:
+            print("\n".join(report.lines()))
+            if args.show_errors:
+                for miss in report.misses:
+                    print(f"  {miss['where']}: {miss['question'][:80]!r} expected {miss['expected']}, got {miss['got']}")
+        return 0
     if args.heldout:
         from service.heldout import evaluate_heldout, load_rows
 
@@ -597,6 +619,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="machine-readable report")
     ev.add_argument("--triage", action="store_true",
                     help="the file is a folder of labelled log excerpts (labels.jsonl + case_NN.log): score triage")
+    ev.add_argument("--questions", action="store_true",
+                    help="the files are labelled questions (question, lang, expects): score 'ask' (first, top 3, declined)")
     ev.add_argument("--heldout", action="store_true",
                     help="the files are a held-out set (component, severity, concept terms): report answered / right / unrelated answered")
     ev.add_argument("--show-errors", action="store_true", help="list every wrong or missed line")

@@ -214,3 +214,22 @@ def test_mcp_server_over_stdio_with_the_sdk_client(small_kb, tmp_path):
     assert out["triage"][0] is False and "root_cause" in out["triage"][1]
     assert "explainlog://entries" in out["resources"]
     assert out["entry"]["id"] == "demo.watchdog_timeout"
+
+
+def test_eval_questions_scores_first_top3_and_declined(small_kb, asker, tmp_path):
+    from service.ask_eval import evaluate_questions, load_questions
+
+    rows = [
+        {"question": "what does NCCL_IB_GID_INDEX do", "lang": "en", "expects": {"kind": "variable", "name": "NCCL_IB_GID_INDEX"}},
+        {"question": "什么是 LL128", "lang": "zh", "expects": {"kind": "concept", "name": "LL128"}},
+        {"question": "what is LL128", "lang": "en", "expects": {"kind": "concept", "name": "LL"}},  # wrong on purpose
+        {"question": "collective operation timeout watchdog", "lang": "en",
+         "expects": {"kind": "message", "name": "watchdog", "accept": ["demo.watchdog_timeout"]}},
+        {"question": "how do I center a div in CSS", "lang": "en", "expects": None},
+    ]
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    report = evaluate_questions(asker, load_questions([path]))
+    assert (report.asked, report.in_domain, report.unrelated) == (5, 4, 1)
+    assert (report.first, report.declined) == (3, 1)
+    assert [m["where"] for m in report.misses] == ["q.jsonl:3"]
