@@ -407,3 +407,23 @@ def render_text(result: dict, width: int = 100) -> str:
         if where:
             lines.append(("   来源：" if lang == "zh" else "   source: ") + where)
     return "\n".join(lines)
+
+
+QUESTION_START = re.compile(
+    r"^(?:what|what's|whats|how|why|when|where|which|who|is|are|does|do|did|can|could|should|would|"
+    r"explain|tell me|define|meaning of)\b", re.I)
+ZH_QUESTION = re.compile(r"什么|怎么|为什么|为何|如何|是否|吗[？?]?$|哪个|哪些|多少|区别|作用|含义|意思|有啥|咋|是啥")
+
+
+def looks_like_question(text: str) -> bool:
+    """A message in words rather than a pasted log line: one short line without a log prefix
+    that asks (a question mark, a question word, a Chinese question word). Front-ends ask the
+    regex tier first: a line the KB knows is a log line, however it is worded."""
+    from indexer.normalize import normalize_line
+
+    t = (text or "").strip()
+    if not t or len(t) > 300 or "\n" in t:
+        return False
+    if normalize_line(t).context:
+        return False  # a timestamp, host, rank or level prefix: a log line
+    return t.endswith(("?", "？")) or QUESTION_START.match(t) is not None or ZH_QUESTION.search(t) is not None

@@ -215,6 +215,15 @@ def test_rich_text_with_a_code_block_in_a_direct_chat(feishu, explainer):
                       "ℹ️ [信息] " + explainer.by_id["deepspeed.comm.cdb_none"].title.zh]
 
 
+def test_a_question_in_words_gets_the_kb_answer_as_text(feishu, explainer):
+    from service.ask import NOT_KNOWN
+
+    feishu.send(message_event("nginx 502 bad gateway 怎么解决？", message_id="om_q"))
+    call = feishu.reply("om_q")
+    assert call.json["msg_type"] == "text"
+    assert json.loads(call.json["content"]) == {"text": NOT_KNOWN["zh"]}
+
+
 def test_group_chatter_and_other_bots_are_ignored(feishu):
     feishu.send(message_event(SEED_CDB, mentioned=False, message_id="om_chat"))
     feishu.send(message_event(SEED_CDB, sender_type="app", message_id="om_bot"))

@@ -203,6 +203,24 @@ def test_zh_flag_answers_in_chinese_and_the_choice_is_remembered(slack, explaine
     assert "/response/en0" not in slack.fake.recorder.paths()
 
 
+def test_a_question_in_words_is_asked_not_explained(slack, explainer):
+    """A question gets the KB's answer to it (here: that the KB has none), not "unknown line"."""
+    from service.ask import NOT_KNOWN, asker_for
+
+    slack.send(slash(slack, "how do I center a div in CSS?", rid="q1"))
+    call = slack.fake.recorder.wait_for(lambda c: c.path == "/response/q1")
+    assert call.json["blocks"] == [{"type": "section", "text": {"type": "mrkdwn", "text": NOT_KNOWN["en"]}}]
+    assert call.json["text"] == NOT_KNOWN["en"]
+    # asked in Chinese, answered in Chinese, with the source of each answer named
+    question = "ProcessGroupNCCL 的 watchdog 超时是什么原因？"
+    expected = asker_for(explainer).ask(question, lang="zh")
+    assert expected["known"]
+    slack.send(slash(slack, "--zh " + question, rid="q2"))
+    blocks = slack.fake.recorder.wait_for(lambda c: c.path == "/response/q2").json["blocks"]
+    assert expected["answers"][0]["title"] in blocks[0]["text"]["text"]
+    assert blocks[1]["elements"][0]["text"].startswith("来源：")
+
+
 def test_empty_command_gets_help_and_does_no_work(slack):
     status, body, _ = slack.send(slash(slack, "   "))
     assert status == 200 and "/explain" in body.decode() and "--zh" in body.decode()

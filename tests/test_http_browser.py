@@ -299,3 +299,27 @@ def test_a_failed_triage_leaves_the_line_cards_alone(page, server):
     expect(page.locator(".card")).to_have_count(4)
     expect(page.locator("#triage .note")).to_have_text(re.compile("Root-cause analysis is unavailable"))
     expect(page.get_by_role("status")).to_have_text("4 lines explained: 3 known, 1 unknown.")
+
+
+def test_the_ask_box_and_a_pasted_question_are_answered_from_the_kb(page, server, explainer):
+    """A question gets the KB's answers (or its 'not in the knowledge base'), never 'unknown line'."""
+    from service.ask import asker_for
+
+    question = "ProcessGroupNCCL 的 watchdog 超时是什么原因？"
+    expected = asker_for(explainer).ask(question, lang="en")
+    assert expected["known"]
+    page.goto(server.url + "/")
+    page.get_by_label("Ask a question").fill(question)
+    page.get_by_role("button", name="Ask", exact=True).click()
+    cards = page.locator(".card.answer")
+    expect(cards.first.locator("h2")).to_have_text(expected["answers"][0]["title"])
+    expect(cards).to_have_count(len(expected["answers"]))
+    expect(page.get_by_role("status")).to_have_text(f"{len(expected['answers'])} answers from the knowledge base.")
+    # a question pasted where log lines go is a question too; an unrelated one is declined
+    _explain(page, "how do I center a div in CSS?")
+    expect(page.get_by_role("status")).to_have_text(
+        "Not in the knowledge base: no variable, concept or message of the KB answers this question.")
+    expect(page.locator(".card")).to_have_count(0)
+    # a log line that ends in a question mark is still a log line when the KB knows it
+    _explain(page, IB_LINE)
+    expect(page.locator(".card").first.locator("h2")).to_have_text(explainer.by_id["nccl.net.ib_devices"].title.en)

@@ -136,6 +136,20 @@ class Answerer:
         self.store.save_reply(reply.id, platform, reply.total, reply.skipped, stored)
         return reply
 
+    def question(self, lines: list[str], lang: str) -> dict | None:
+        """The ``ask`` answer when the message is a question in words, else None (explain it).
+        One line, worded as a question, that the regex tier does not know as a log line."""
+        from service.ask import asker_for, looks_like_question
+
+        if len(lines) != 1 or not looks_like_question(lines[0]):
+            return None
+        try:
+            if self.explainer.explain_many(lines, semantic=False)[0]["known"]:
+                return None
+            return asker_for(self.explainer).ask(lines[0], lang=lang)
+        except AttributeError:  # an explainer without a KB directory (a test double): explain
+            return None
+
     def _triage(self, lines: list[str]) -> dict | None:
         """The whole-log verdict for a long paste; a failure costs only this section of the reply."""
         if len(lines) <= TRIAGE_MIN_LINES:

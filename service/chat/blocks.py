@@ -215,3 +215,27 @@ def reply_blocks(answerer: Answerer, reply: Reply, lang: str) -> list[dict]:
     if reply.skipped:
         blocks.append(_context(label(lang, "skipped", max=reply.total, skipped=reply.skipped)))
     return blocks
+
+
+def question_blocks(result: dict, lang: str) -> list[dict]:
+    """A question answered from the KB (``ask``): each answer's title, text and source."""
+    from service.ask import KIND_LABEL, NOT_KNOWN, source_line
+
+    if not result.get("known"):
+        return [_section(escape(NOT_KNOWN[lang]))]
+    blocks: list[dict] = []
+    for answer in result["answers"][:3]:
+        head = f"*{escape(answer['title'])}*  `{KIND_LABEL[lang][answer['kind']]}` `{escape(answer['id'])}`"
+        blocks.append(_section(_clip(f"{head}\n{escape(answer['text'])}")))
+        where = source_line(answer.get("source"))
+        if where:
+            blocks.append(_context(escape(("来源：" if lang == "zh" else "source: ") + where)))
+    return blocks
+
+
+def question_text(result: dict, lang: str) -> str:
+    from service.ask import NOT_KNOWN
+
+    if not result.get("known"):
+        return NOT_KNOWN[lang]
+    return result["answers"][0]["title"]

@@ -190,6 +190,12 @@ class FeishuBot:
             self._reply(message.message_id, "text", text_content(self.limiter.message(wait, lang)))
             return
         try:
+            asked = self.answerer.question(request.lines, lang)
+            if asked is not None:
+                from service.ask import render_text
+
+                self._reply(message.message_id, "text", text_content(render_text(asked)))
+                return
             reply = self.answerer.explain(request.lines, "feishu", request.skipped, indented=request.pasted)
         except Exception as exc:
             log.exception("explaining %d line(s) failed", len(request.lines))

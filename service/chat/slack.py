@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from service.chat.answers import Answerer
-from service.chat.blocks import FEEDBACK_ACTIONS, fallback_text, reply_blocks
+from service.chat.blocks import FEEDBACK_ACTIONS, fallback_text, question_blocks, question_text, reply_blocks
 from service.chat.config import SlackSettings
 from service.chat.guard import BodyTooLarge, ReplayGuard, read_body
 from service.chat.labels import label
@@ -85,6 +85,9 @@ class SlackBot:
         log, not to the channel)."""
         request = self._request(text)
         try:
+            asked = self.answerer.question(request.lines, lang)
+            if asked is not None:
+                return question_blocks(asked, lang), question_text(asked, lang)
             reply = self.answerer.explain(request.lines, "slack", request.skipped, indented=request.pasted)
         except Exception as exc:
             log.exception("explaining %d line(s) failed", len(request.lines))

@@ -11,6 +11,8 @@ const status = document.getElementById("status");
 const permalink = document.getElementById("permalink");
 const copyButton = document.getElementById("copy-link");
 const triageBox = document.getElementById("triage");
+const askForm = document.getElementById("ask-form");
+const askInput = document.getElementById("ask");
 
 const TRIAGE_MIN_LINES = 3; // more non-blank lines than this: also ask for the root cause
 // Python's str.splitlines() (which /v1/triage numbers lines with) also breaks at these; the
@@ -20,6 +22,63 @@ const PY_LINE_BREAKS = /[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/g;
 let lastAnswers = []; // [{number, answer}] — kept so a language switch re-renders without a request
 let lastTriage = null; // null (no triage asked), {result} or {failed: true}
 let generation = 0; // answers of an older paste, arriving late, are dropped
+let lastAsk = null; // the /v1/ask result shown, or null
+
+// A paste that is one short line asking something is a question, unless the KB knows it as a
+// log line (the server's regex tier decides that: see explain()). Mirrors service/ask.py.
+const QUESTION_START = /^(?:what|what's|whats|how|why|when|where|which|who|is|are|does|do|did|can|could|should|would|explain|tell me|define|meaning of)\b/i;
+const ZH_QUESTION = /什么|怎么|为什么|为何|如何|是否|吗[？?]?$|哪个|哪些|多少|区别|作用|含义|意思|有啥|咋|是啥/;
+const LOG_PREFIX = /^(?:\[?\d{2,4}[-/:]\d|[IWEF]\d{4} |\[rank\d+\]|[\w.-]+:\d+:\d+ \[\d+\]|\S+ NCCL (?:INFO|WARN))/;
+function looksLikeQuestion(text) {
+  const line = text.trim();
+  if (!line || line.length > 300 || line.includes("\n") || LOG_PREFIX.test(line)) return false;
+  return /[?？]$/.test(line) || QUESTION_START.test(line) || ZH_QUESTION.test(line);
+}
+
+function answerCard(number, answer, lang) {
+  const where = sourceLine(answer.source, lang);
+  return el("li", { class: "card answer", id: `answer-${number}`, "data-kind": answer.kind, "data-id": answer.id },
+    el("div", { class: "card-head" },
+      el("span", { class: "kind", text: t("kind")[answer.kind] || answer.kind }),
+      el("h2", { class: "title", text: answer.title })),
+    el("p", { class: "meta" }, el("code", { text: answer.id }), answer.component ? ` · ${answer.component}` : ""),
+    el("p", { class: "explanation", text: answer.text }),
+    where ? el("p", { class: "source-line", text: where }) : null);
+}
+
+function renderAsk() {
+  if (!lastAsk) return false;
+  status.classList.remove("error");
+  if (!lastAsk.known) {
+    results.replaceChildren();
+    status.textContent = t("not_known");
+  } else {
+    results.replaceChildren(...lastAsk.answers.map((answer, i) => answerCard(i + 1, answer, pageLang())));
+    status.textContent = t("answers")(lastAsk.answers.length);
+  }
+  return true;
+}
+
+async function ask(question) {
+  const mine = ++generation;
+  lastAnswers = [];
+  lastTriage = null;
+  renderTriage();
+  status.classList.remove("error");
+  status.textContent = t("asking");
+  try {
+    const result = await api(`/v1/ask?${new URLSearchParams({ q: question, lang: pageLang() })}`);
+    if (mine !== generation) return;
+    lastAsk = result;
+    renderAsk();
+  } catch (error) {
+    if (mine !== generation) return;
+    lastAsk = null;
+    results.replaceChildren();
+    status.classList.add("error");
+    status.textContent = `${t("error")}: ${error.message}`;
+  }
+}
 
 /** Non-blank lines with their 1-based position in the paste. */
 function pastedLines(text) {
@@ -232,6 +291,11 @@ function renderTriage() {
 }
 
 function render() {
+  if (lastAsk && !lastAnswers.length) {
+    // the language switch: ask again, the answers' texts are in one language
+    ask(lastAsk.question);
+    return;
+  }
   const lang = pageLang();
   renderTriage();
   results.replaceChildren(...lastAnswers.map(({ number, answer }) =>
@@ -243,6 +307,7 @@ function render() {
 }
 
 function clearAnswers() {
+  lastAsk = null;
   lastAnswers = [];
   lastTriage = null;
   results.replaceChildren();
@@ -276,6 +341,13 @@ async function explain() {
       body: JSON.stringify({ lines: lines.map((line) => line.text) }),
     });
     if (mine !== generation) return;
+    const only = body.answers.length === 1 ? body.answers[0] : null;
+    if (only && !(only.known && only.tier === "regex") && looksLikeQuestion(lines[0].text)) {
+      form.removeAttribute("aria-busy");
+      await ask(lines[0].text); // a question in words, not a log line the KB knows
+      return;
+    }
+    lastAsk = null;
     lastAnswers = body.answers.map((answer, i) => ({ number: lines[i].number, answer }));
     lastTriage = null;
     render();
@@ -295,6 +367,17 @@ async function explain() {
     renderTriage();
   }
 }
+
+askForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const question = askInput.value.trim();
+  if (!question) {
+    status.textContent = t("ask_empty");
+    askInput.focus();
+    return;
+  }
+  ask(question);
+});
 
 form.addEventListener("submit", (event) => {
   event.preventDefault();

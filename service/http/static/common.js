@@ -28,6 +28,11 @@ export const STRINGS = {
     },
     rc_cascade: (n, g) => `Cascade: ${n} knock-on line${n === 1 ? "" : "s"} in ${g} group${g === 1 ? "" : "s"}`,
     rc_ranks: "ranks", rc_hosts: "hosts",
+    ask_label: "Ask a question", ask_hint: "A variable, a concept or a message, in English or 中文: what does NCCL_IB_GID_INDEX do?",
+    ask: "Ask", asking: "Looking it up…", ask_empty: "Type a question first.",
+    not_known: "Not in the knowledge base: no variable, concept or message of the KB answers this question.",
+    answers: (n) => `${n} answer${n === 1 ? "" : "s"} from the knowledge base.`,
+    kind: { variable: "variable", concept: "concept", entry: "message", record: "message (source)" },
   },
   zh: {
     nav_explain: "解释日志", nav_kb: "知识库", nav_docs: "API 文档", lang_label: "语言",
@@ -54,6 +59,11 @@ export const STRINGS = {
     },
     rc_cascade: (n, g) => `连带报错：${g} 组，共 ${n} 行`,
     rc_ranks: "rank", rc_hosts: "主机",
+    ask_label: "提问", ask_hint: "问一个环境变量、概念或日志消息，中英文均可：NCCL_IB_GID_INDEX 有什么用？",
+    ask: "提问", asking: "正在查找…", ask_empty: "请先输入问题。",
+    not_known: "知识库中没有相关内容：没有哪个环境变量、概念或日志消息能回答这个问题。",
+    answers: (n) => `知识库中找到 ${n} 条回答。`,
+    kind: { variable: "环境变量", concept: "概念", entry: "日志消息", record: "日志消息（源码）" },
   },
 };
 
