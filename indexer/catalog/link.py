@@ -96,6 +96,25 @@ def write_links(kb_dir: Path) -> dict:
             else:
                 lines.insert(at, text)
         Path(file).write_text("\n".join(lines), encoding="utf-8")
+    # every linked record (found or written by hand) with a stand-in example takes a line of
+    # the entry that links it: one its pattern matches, a real one before a constructed one
+    kb = load_kb(kb_dir)
+    for loaded in kb.entries:
+        for fid in loaded.entry.formats:
+            rec = kb.records.get(fid)
+            if rec is None or not rec.example.constructed or (fid in real and not real[fid][1]):
+                continue
+            try:
+                rx = compile_pattern(rec.pattern)
+            except Exception:
+                continue
+            for example in loaded.entry.examples:
+                constructed = bool(example.note and "construct" in example.note.lower())
+                if rx.search(normalize_line(example.line).message):
+                    if fid not in real or (real[fid][1] and not constructed):
+                        real[fid] = (example.line, constructed)
+                    if not constructed:
+                        break
     # records linked by an entry take its real line as their example
     changed = 0
     for path in catalog_files(kb_dir):
