@@ -282,9 +282,12 @@ class Asker:
         for token in NAME_TOKEN.findall(question) + ID_TOKEN.findall(low):
             for i in index.exact.get(token.lower(), []):
                 hits.append((-len(token), i))
+        # a Chinese name counts as whole words of the segmented question: "环" (ring) is not
+        # found inside "环境变量" (environment variable)
+        segmented = "\0" + "\0".join(tokens(question)) + "\0"
         for name, concept_ids in index.concept_names:
             if CJK.search(name):
-                found = name in low
+                found = ("\0" + "\0".join(tokens(name)) + "\0") in segmented
             else:
                 found = re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", low) is not None
             if found:

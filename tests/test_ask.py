@@ -233,3 +233,23 @@ def test_eval_questions_scores_first_top3_and_declined(small_kb, asker, tmp_path
     assert (report.asked, report.in_domain, report.unrelated) == (5, 4, 1)
     assert (report.first, report.declined) == (3, 1)
     assert [m["where"] for m in report.misses] == ["q.jsonl:3"]
+
+
+def test_a_chinese_name_is_matched_as_whole_words_only(small_kb, tmp_path_factory):
+    """"环" (ring) must not be found inside "环境变量" (environment variable)."""
+    import shutil
+
+    from indexer.encoder import default_encoder
+    from indexer.kb_cache import load_kb_cached
+    from service.ask import Asker
+
+    kb = tmp_path_factory.mktemp("ringkb") / "kb"
+    shutil.copytree(small_kb, kb)
+    ring = {"id": "concept.nccl_algo_ring", "names": ["ring", "环"], "component": "nccl",
+            "title": {"en": "Ring algorithm", "zh": "环算法"}, "text": {"en": "Ranks pass chunks around a ring.",
+                                                                    "zh": "各 rank 沿着环依次传递数据块。"},
+            "verified": [{"repo": "NVIDIA/nccl", "ref": "v2.21.5-1", "file": "src/graph/rings.cc", "line": 1, "what": "rings"}]}
+    (kb / "concepts" / "ring.yaml").write_text(yaml.safe_dump([ring], allow_unicode=True), encoding="utf-8")
+    asker = Asker(kb, load_kb_cached(kb), default_encoder(), tmp_path_factory.mktemp("ringcache"))
+    assert asker.ask("NCCL 环境变量 NCCL_IB_GID_INDEX 怎么设置")["answers"][0]["id"] == "NCCL_IB_GID_INDEX"
+    assert asker.ask("NCCL 的环算法是什么")["answers"][0]["id"] == "concept.nccl_algo_ring"
