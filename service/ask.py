@@ -51,6 +51,20 @@ ZH_STOP = frozenset(
     "是否 怎么办 应该 多少 报错 出现 ？ ? ， , 。 . ： : ！ ! 、 （ ） ( ) “ ” \" '".split()
 )
 KIND_ORDER = {"variable": 0, "concept": 1, "entry": 2, "record": 3}
+# Words that place a question in this KB's domain (the software it covers and the things of a
+# distributed training job). A question without one, and without a name the KB knows, must be
+# very close to a document under both searches to be answered: "gradle build 编译很慢" shares
+# "build" and "编译" with DeepSpeed's op-build entries and is still not a question for this KB.
+DOMAIN = frozenset("""
+nccl rccl torch pytorch torchrun elastic c10d gloo deepspeed megatron accelerate transformers
+mmengine xtuner lightning cuda cudnn cublas rocm hip hsa amdgpu nvidia gpu gpus nvlink nvswitch
+infiniband ib roce rdma mlx5 hca gid ibverbs slurm srun sbatch sharp nvls collnet pxn gdr p2p shm
+allreduce all-reduce allgather reducescatter alltoall broadcast collective collectives rank ranks
+world_size local_rank zero offload fsdp ddp tp pp dp checkpoint watchdog rendezvous tcpstore
+nproc_per_node multinode multi-node distributed xid ecc oom nic nics a100 h100 h800 h20 a800
+a40 3090 4090 v100 mi250 mi300 fp16 bf16 amp megatron-lm epoch
+显存 显卡 多卡 多机 单卡 单机 分布式 训练 微调 推理 梯度 并行 通信 超时 卡死 节点 集合通信 网卡 算子 算力
+""".split())
 MIN_BM25 = 4.0
 COVERAGE = 0.5
 MIN_COSINE = 0.62
@@ -73,6 +87,19 @@ def tokens(text: str) -> list[str]:
             if "_" in word:
                 out += [p for p in word.split("_") if p]
     return out
+
+
+_NAME_RX: dict[str, re.Pattern] = {}
+
+
+def _name_regex(name: str) -> re.Pattern:
+    """A Latin concept name as whole words, separators optional: 'ZeRO stage 3' finds
+    'zero stage3', 'zero_stage_3' and 'ZeRO-stage-3'."""
+    rx = _NAME_RX.get(name)
+    if rx is None:
+        parts = [re.escape(p) for p in re.split(r"[\s_-]+", name.lower()) if p]
+        rx = _NAME_RX[name] = re.compile(r"(?<![a-z0-9_-])" + r"[\s_-]*".join(parts) + r"(?![a-z0-9])")
+    return rx
 
 
 def content(words: list[str]) -> list[str]:
@@ -194,10 +221,14 @@ def _doc_tokens(doc: Doc) -> list[str]:
 class Asker:
     """Answers questions from one KB; build once per process (CLI, server, MCP)."""
 
-    def __init__(self, kb_dir: Path, kb: KnowledgeBase, encoder=None, cache_dir: Path | None = None) -> None:
+    def __init__(self, kb_dir: Path, kb: KnowledgeBase, encoder=None, cache_dir: Path | None = None,
+                 explainer=None) -> None:
         self.kb_dir = Path(kb_dir)
         self.kb = kb
         self._encoder = encoder
+        # the explainer's regex tier finds a log message quoted in the question ("what does
+        # 'NCCL WARN NET/IB : Got completion ... error 12' mean"): its entry answers first
+        self._explainer = explainer
         self._cache_dir = cache_dir
         self._index: _Index | None = None
         self._lock = threading.Lock()
@@ -275,28 +306,49 @@ class Asker:
 
     # ---- answering -------------------------------------------------------------------------
     def _exact(self, index: _Index, question: str) -> list[int]:
-        """Documents named in the question: variables and ids by their exact name (any case),
-        concepts by a name or alias as a whole word (or a Chinese name anywhere)."""
+        """Documents named in the question, in the order the question names them (a longer
+        name before a shorter one inside it): variables and ids by their exact name (any
+        case), concepts by a name or alias as whole words, spaces, '_' and '-' between its
+        words optional ("zero stage3", "gradient_accumulation"); a Chinese name as whole words
+        of the segmented question ("环", ring, is not in "环境变量")."""
         low = question.lower()
-        hits: list[tuple[int, int]] = []  # (-length of the name matched, doc)
-        for token in NAME_TOKEN.findall(question) + ID_TOKEN.findall(low):
-            for i in index.exact.get(token.lower(), []):
-                hits.append((-len(token), i))
-        # a Chinese name counts as whole words of the segmented question: "环" (ring) is not
-        # found inside "环境变量" (environment variable)
-        segmented = "\0" + "\0".join(tokens(question)) + "\0"
+        spans: list[tuple[int, int, int]] = []  # (start, end, doc)
+        for m in list(NAME_TOKEN.finditer(question)) + list(ID_TOKEN.finditer(low)):
+            for i in index.exact.get(m.group(0).lower(), []):
+                spans.append((m.start(), m.end(), i))
+        words = tokens(question)
+        segmented = "\0" + "\0".join(words) + "\0"
         for name, concept_ids in index.concept_names:
             if CJK.search(name):
-                found = ("\0" + "\0".join(tokens(name)) + "\0") in segmented
-            else:
-                found = re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", low) is not None
-            if found:
-                hits += [(-len(name), i) for i in concept_ids]
+                needle = "\0" + "\0".join(tokens(name)) + "\0"
+                at = segmented.find(needle)
+                if at >= 0:
+                    pos = low.find(name)
+                    start = pos if pos >= 0 else len(low)
+                    spans += [(start, start + len(name), i) for i in concept_ids]
+                continue
+            for m in _name_regex(name).finditer(low):
+                spans += [(m.start(), m.end(), i) for i in concept_ids]
+        # a match inside a longer one is the longer one's word ("ZeRO" in "ZeRO-3 offload")
+        kept = [sp for sp in spans
+                if not any(o[0] <= sp[0] and sp[1] <= o[1] and (o[1] - o[0]) > (sp[1] - sp[0]) for o in spans)]
         out: list[int] = []
-        for _, i in sorted(hits, key=lambda h: (h[0], KIND_ORDER[index.docs[h[1]].kind])):
+        for _, _, i in sorted(kept, key=lambda sp: (sp[0], -(sp[1] - sp[0]), KIND_ORDER[index.docs[sp[2]].kind])):
             if i not in out:
                 out.append(i)
         return out
+
+    def _quoted(self, index: _Index, question: str) -> list[int]:
+        """The entry or record whose message the question quotes, found by the regex tier."""
+        if self._explainer is None:
+            return []
+        try:
+            answer = self._explainer.explain_many([question], semantic=False)[0]
+        except Exception:  # a question is no log line; never let the explainer fail it
+            return []
+        if not answer.get("known") or not answer.get("pattern_id"):
+            return []
+        return [i for i in index.exact.get(answer["pattern_id"].lower(), []) if index.docs[i].kind in ("entry", "record")]
 
     def ask(self, question: str, lang: str | None = None, top: int = TOP) -> dict:
         question = (question or "").strip()
@@ -305,7 +357,8 @@ class Asker:
         if not question:
             return result
         index = self.index()
-        exact = self._exact(index, question)
+        exact = self._quoted(index, question) + self._exact(index, question)
+        exact = list(dict.fromkeys(exact))
         words = tokens(question)
         wanted = content(words)
         scores = index.retriever.scores(words)
@@ -335,10 +388,12 @@ class Asker:
         known = bool(exact)
         if not known and ranked:
             top_lex = lexical[0] if lexical else None
-            if top_lex is not None and scores[top_lex] >= MIN_BM25 and covered(top_lex) >= COVERAGE:
-                known = True
-            elif semantic and cosine.get(semantic[0], 0.0) >= MIN_COSINE:
-                known = True
+            in_domain = any(w in DOMAIN for w in words)
+            close = bool(semantic) and cosine.get(semantic[0], 0.0) >= MIN_COSINE
+            if in_domain:
+                known = (top_lex is not None and scores[top_lex] >= MIN_BM25) or close
+            else:
+                known = top_lex is not None and covered(top_lex) >= COVERAGE and close
         if not known:
             return result
         chosen = exact + [i for i in ranked if i not in exact]
@@ -372,7 +427,7 @@ def asker_for(explainer) -> Asker:
             encoder = explainer.encoder
         except Exception:
             encoder = None
-        _ASKERS[key] = Asker(explainer.kb_dir, explainer.kb, encoder)
+        _ASKERS[key] = Asker(explainer.kb_dir, explainer.kb, encoder, explainer=explainer)
     return _ASKERS[key]
 
 

@@ -110,13 +110,16 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     if not question:
         print("explainlog ask: give a question, e.g. explainlog ask 'what does NCCL_IB_GID_INDEX do'", file=sys.stderr)
         return 2
+    from service.explainer import Explainer
+
     kb_dir = Path(args.kb)
     encoder = None
     if not args.no_model:
         from indexer.encoder import default_encoder
 
         encoder = default_encoder(args.model)
-    asker = Asker(kb_dir, load_kb_cached(kb_dir), encoder)
+    explainer = Explainer(kb_dir=kb_dir, index_dir=args.index, model_path=args.model, encoder=encoder)
+    asker = Asker(kb_dir, explainer.kb, encoder, explainer=explainer)
     result = asker.ask(question, lang=args.lang, top=args.top)
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
@@ -453,8 +456,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             print(f"eval: {exc}", file=sys.stderr)
             return 2
+        from service.explainer import Explainer
+
         kb_dir = Path(args.kb)
-        report = evaluate_questions(Asker(kb_dir, load_kb_cached(kb_dir), default_encoder(args.model)), rows)
+        encoder = default_encoder(args.model)
+        explainer = Explainer(kb_dir=kb_dir, index_dir=args.index, model_path=args.model, encoder=encoder)
+        report = evaluate_questions(Asker(kb_dir, explainer.kb, encoder, explainer=explainer), rows)
         if args.json:
             print(json.dumps({k: v for k, v in report.__dict__.items() if k != "misses" or args.show_errors},
                              indent=2, ensure_ascii=False))
