@@ -192,6 +192,16 @@ def check_catalog(ctx: CheckContext) -> Iterator[Finding]:
             continue
         if rec.matchable and not rx.search(normalize_line(rec.example.line).message):
             yield Finding(file, line, rec.id, "catalog", f"pattern does not match its example {rec.example.line[:100]!r}")
+    # a record's real example is a line of an entry that links it (catalog link put it
+    # there); a line left behind by an entry that no longer links it documents another message
+    linked_lines: dict[str, set[str]] = defaultdict(set)
+    for loaded in ctx.kb.entries:
+        for fid in loaded.entry.formats:
+            linked_lines[fid].update(e.line for e in loaded.entry.examples)
+    for rec, file, line in loaded_records:
+        if not rec.example.constructed and rec.example.line not in linked_lines.get(rec.id, set()):
+            yield Finding(file, line, rec.id, "catalog",
+                          "real example belongs to no entry that links this record (run explainlog catalog link)")
     curated = [l for l in ctx.compiled if not _is_record(l)]
     linkers: dict[str, list] = defaultdict(list)
     for loaded in curated:
