@@ -32,6 +32,7 @@ NOT_RUN = {
     "explainlog chat ": "needs a Slack or Feishu workspace (tests/test_chat_*.py drive the bots)",
     "--dask tcp://": "needs a Dask scheduler (tests/test_batch_dask.py runs a local cluster)",
     "# ": "a comment",
+    "explainlog mcp": "serves MCP over stdio until its client leaves (tests/test_ask.py drives it with the SDK's client)",
 }
 
 
