@@ -24,7 +24,7 @@ from indexer.kb_check import compilable
 from indexer.kb_cache import load_kb_cached
 from indexer.kb_loader import KnowledgeBase
 from indexer.normalize import NormalizedLine, mask_message, normalize_line
-from indexer.patterns import PatternSet
+from indexer.patterns import PatternSet, compile_pattern
 from indexer.schema import PatternEntry
 from indexer.semantic_index import (
     IndexError_,
@@ -137,6 +137,7 @@ class Explainer:
         self.cache_limit_bytes = cache_bytes
         # Set by a server: never-seen lines of concurrent requests are encoded together, fairly.
         self.scheduler: EncodeScheduler | None = None
+        self._format_rx: dict[str, object] = {}
 
     # ---- every entry: curated ones, then catalogue records ----------------------------------
     def _everything(self) -> tuple[list[PatternEntry], dict[str, PatternEntry], PatternSet]:
@@ -335,14 +336,35 @@ class Explainer:
             return self._known(line, entry, {}, confidence, "semantic", candidates)
         return self._unknown(line, candidates, confidence)
 
-    def source(self, entry: PatternEntry) -> dict | None:
-        """Where the line is printed and in which releases: the catalogue record itself, or the
-        first format a curated entry links; an unlinked curated entry names its source file."""
-        rec = self.kb.record_for(entry.id, entry.formats)
+    def source(self, entry: PatternEntry, message: str | None = None) -> dict | None:
+        """Where the line is printed and in which releases: the catalogue record itself, or,
+        for a curated entry, the linked format that prints this line (the first linked one when
+        none matches or no line is given); an unlinked curated entry names its source file."""
+        rec = None
+        if message is not None and len(entry.formats) > 1:
+            rec = self._printing_format(entry, message)
+        if rec is None:
+            rec = self.kb.record_for(entry.id, entry.formats)
         if rec is not None:
             return source_of(rec)
         repo, _, file = entry.source.partition(" ")
         return {"repo": repo, "file": file, "line": None, "function": None, "versions": entry.versions, "record": None}
+
+    def _printing_format(self, entry: PatternEntry, message: str):
+        """The linked record whose own pattern matches the message (patterns compiled once)."""
+        for fid in entry.formats:
+            rec = self.kb.record_for(fid, [])
+            if rec is None:
+                continue
+            rx = self._format_rx.get(fid)
+            if rx is None:
+                try:
+                    rx = self._format_rx[fid] = compile_pattern(rec.pattern)
+                except Exception:
+                    continue
+            if rx.search(message):
+                return rec
+        return None
 
     def _known(self, line, entry: PatternEntry, fields: dict[str, str], confidence: float, tier: str, candidates) -> dict:
         values = field_values(entry, fields)
@@ -363,7 +385,7 @@ class Explainer:
             "fields": fields,
             "context": line.context,
             "candidates": candidates,
-            "source": self.source(entry),
+            "source": self.source(entry, line.message),
         }
 
     def _unknown(self, line: NormalizedLine, candidates: list, confidence: float) -> dict:
