@@ -235,7 +235,7 @@ def check_catalog(ctx: CheckContext) -> Iterator[Finding]:
                 )
 
 
-REQUIRE_VERIFIED = False  # set once every entry carries its evidence (issue 15)
+REQUIRE_VERIFIED = True  # every entry carries its evidence (issue 15)
 
 
 def check_verified(ctx: CheckContext) -> Iterator[Finding]:

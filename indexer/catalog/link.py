@@ -71,8 +71,13 @@ def write_links(kb_dir: Path) -> dict:
         edits = []  # (line index, replace?, text)
         for loaded in entries:
             entry = loaded.entry
-            # links written by hand (a format no example reaches) stay; found ones are added
-            ids = sorted({f for f in entry.formats if f in kb.records} | set(links.get(entry.id, [])))
+            # links written by hand (a format no example reaches) stay; found ones are added,
+            # except to an entry reviewed against the source (`verified:`), whose links are the
+            # reviewer's: a format that merely matches an example ("CUDA error: invalid
+            # argument" is also a HIP error string) is not added back
+            found = [] if entry.verified else links.get(entry.id, [])
+            ids = [f for f in entry.formats if f in kb.records]
+            ids += [f for f in found if f not in ids]
             text = f"  formats: [{', '.join(ids)}]" if ids else None
             versions = entry_versions([kb.records[f] for f in ids]) if ids else ""
             if versions and not (entry.versions or "").startswith(versions):
@@ -99,6 +104,7 @@ def write_links(kb_dir: Path) -> dict:
     # every linked record (found or written by hand) with a stand-in example takes a line of
     # the entry that links it: one its pattern matches, a real one before a constructed one
     kb = load_kb(kb_dir)
+    real = {}  # only the records an entry links now take its lines
     for loaded in kb.entries:
         for fid in loaded.entry.formats:
             rec = kb.records.get(fid)
