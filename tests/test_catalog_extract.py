@@ -539,3 +539,28 @@ def test_wheel_project_reads_each_release_directory_and_keeps_only_its_files(tmp
     assert by_format["Saving model checkpoint to {output_dir}"]["versions"] == ["v4.46.3"]
     assert all(r["component"] == "transformers" and r["repo"] == "huggingface/transformers" for r in records)
     assert [m["version"] for m in manifest] == ["v4.30.2", "v4.46.3"]
+
+
+def test_environment_variables_are_read_from_params_getenv_and_python():
+    """catalog params: NCCL_PARAM with its default, a name passed to a helper, getenv, and
+    Python's os.environ forms; the variable's function is the one that reads it."""
+    from indexer.catalog.params import c_reads, py_reads
+
+    c = textwrap.dedent(r'''
+        NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", -1);
+        RCCL_PARAM(EnableClique, "ENABLE_CLIQUE", 0); // comment
+        ncclResult_t ncclGetUserP2pLevel(int* level) {
+          NCCLCHECK(ncclGetLevel(&ncclTopoUserP2pLevel, "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"));
+          const char* env = ncclGetEnv("NCCL_SOCKET_IFNAME");
+          WARN("set NCCL_DEBUG=INFO for details");
+        }
+    ''')
+    reads = {r.name: r for r in c_reads("src/graph/paths.cc", c, "nccl")}
+    assert reads["NCCL_IB_GID_INDEX"].default == "-1" and reads["NCCL_IB_GID_INDEX"].kind == "NCCL_PARAM int64"
+    assert reads["RCCL_ENABLE_CLIQUE"].default == "0"
+    assert reads["NCCL_P2P_DISABLE"].kind == "read by name" and "NCCL_P2P_LEVEL" in reads
+    assert reads["NCCL_SOCKET_IFNAME"].kind == "getenv string"
+    assert "NCCL_DEBUG" not in reads  # named inside a message, not read
+    py = "import os\ndef launch():\n    n = os.environ.get('LOCAL_RANK')\n    m = os.environ[\"MASTER_ADDR\"]\n    os.getenv('DS_ACCELERATOR')\n"
+    names = {r.name for r in py_reads("deepspeed/launcher/launch.py", py)}
+    assert names == {"LOCAL_RANK", "MASTER_ADDR", "DS_ACCELERATOR"}
