@@ -234,6 +234,19 @@ def build_slurm(git_dir: str, texts: dict) -> tuple[list[dict], list[dict]]:
                            SLURM_SKIP, slurm_file)
 
 
+def _with_other_projects(path: Path, records: list[dict]) -> list[dict]:
+    """The component's new records plus the ones other projects put in its file before.
+
+    A component's file can hold the messages of several projects (``cuda``: PyTorch's CUDA
+    texts and the NVIDIA kernel driver's; ``other``: Lightning, nccl-tests), each read from
+    its own source; a build given one of them replaces that project's records only."""
+    if not path.exists():
+        return records
+    rebuilt = {r["repo"] for r in records}
+    kept = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    return records + [r for r in kept if r["repo"] not in rebuilt]
+
+
 def build(out_dir: Path, sources: dict[str, str]) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     texts = _texts(out_dir)
@@ -254,7 +267,7 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
         manifest["read"]["pytorch-source-additions"] = read
     if "slurm" in sources:
         recs, read = build_slurm(sources["slurm"], texts)
-        produced["slurm"] = recs
+        produced.setdefault("slurm", []).extend(recs)
         manifest["read"]["slurm"] = read
     rocm_parts = []
     if "clr" in sources:
@@ -272,24 +285,24 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
             for rec in recs:
                 merged_rocm.setdefault(rec["id"], rec)
             manifest["read"][name] = read
-        produced["rocm"] = list(merged_rocm.values())
+        produced.setdefault("rocm", []).extend(list(merged_rocm.values()))
     if "rdma-core" in sources:
         recs, read = build_c_project(sources["rdma-core"], texts, "infiniband", "linux-rdma/rdma-core", rdma_tags,
                                      RDMA_UNDER, (".c", ".h"), RDMA_SKIP, rdma_file)
-        produced["infiniband"] = recs
+        produced.setdefault("infiniband", []).extend(recs)
         manifest["read"]["rdma-core"] = read
     for name, project in PY_PROJECTS.items():
         if name in sources:
             recs, read = build_python_project(project, sources[name], texts)
-            produced[project.component] = recs
+            produced.setdefault(project.component, []).extend(recs)
             manifest["read"][name] = read
     for name, project in WHEEL_PROJECTS.items():
         if name in sources:
             recs, read = build_wheel_project(project, sources[name], texts)
-            produced[project.component] = recs
+            produced.setdefault(project.component, []).extend(recs)
             manifest["read"][name.removesuffix("-wheels")] = read
     for component, records in produced.items():
-        write_records(out_dir / f"{component}.jsonl", records)
+        write_records(out_dir / f"{component}.jsonl", _with_other_projects(out_dir / f"{component}.jsonl", records))
     counts = {}
     for path in sorted(out_dir.glob("*.jsonl")):
         rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
