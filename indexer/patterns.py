@@ -1,13 +1,20 @@
-"""All KB regexes compiled once into a linear-time multi-pattern matcher.
+"""All KB regexes, and which of them occur in a line, fast.
 
 google-re2 guarantees no catastrophic backtracking (it rejects backreferences and
-lookaround outright), and ``re2.Set`` tells in one pass over a line which of hundreds of
-patterns match, so only the winners are re-run to extract their named groups.
+lookaround outright). With tens of thousands of catalogue patterns one ``re2.Set`` pass costs
+tens of microseconds a shard, so ``PatternSet`` first narrows the patterns by the words a line
+holds (``required_words``: a word every match of the pattern must contain as a whole token) and
+runs only the few candidates; patterns with no such word stay in one small RE2 set.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
 import re
+import re._constants as _c
+import re._parser as _parser
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -87,6 +94,230 @@ class ShardedSet:
         return self._count
 
 
+_WORD_CHAR = re.compile(r"\w")
+_TOKEN = re.compile(r"[a-z0-9_]+")
+_NON_WORD_CATEGORIES = {_c.CATEGORY_SPACE, _c.CATEGORY_NOT_WORD}
+
+
+def _non_word_class(items) -> bool:
+    """A character class all of whose members are non-word characters (``\\s``, ``[:=]``)."""
+    for op, av in items:
+        if op is _c.LITERAL:
+            if _WORD_CHAR.match(chr(av)):
+                return False
+        elif op is _c.CATEGORY:
+            if av not in _NON_WORD_CATEGORIES:
+                return False
+        elif op is _c.RANGE:
+            if any(_WORD_CHAR.match(chr(c)) for c in range(av[0], av[1] + 1)):
+                return False
+        else:  # NEGATE and anything else: could be a word character
+            return False
+    return True
+
+
+# atoms of a linearised pattern: a known character, a stretch of one or more non-word
+# characters, an edge (start, end, \b) that a token cannot cross, or a gap (anything, maybe empty)
+_GAP, _NONWORD, _EDGE = object(), object(), object()
+_IGNORE_CASE = re.compile(r"\(\?[a-zA-Z]*i[a-zA-Z]*[:)]")
+
+
+def _atoms(items, out: list, words: set) -> None:
+    for op, av in items:
+        if op is _c.LITERAL:
+            out.append(chr(av))
+        elif op is _c.SUBPATTERN:
+            _atoms(av[3], out, words)  # a group matches exactly its own sequence
+        elif op is _c.IN:
+            out.append(_NONWORD if _non_word_class(av) else _GAP)
+        elif op is _c.AT and av in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING, _c.AT_END, _c.AT_END_STRING,
+                                    _c.AT_BOUNDARY):
+            out.append(_EDGE)
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+            low, _high, item = av
+            if low >= 1:
+                if len(item) == 1 and item[0][0] is _c.IN and _non_word_class(item[0][1]):
+                    out.append(_NONWORD)
+                    continue
+                inner: list = [_GAP]
+                _atoms(item, inner, words)  # at least one copy: its own bounded words occur
+                inner.append(_GAP)
+                words.update(_bounded_words(inner))
+            out.append(_GAP)
+        else:  # ANY, BRANCH, NOT_LITERAL, CATEGORY, other anchors: unknown text
+            out.append(_GAP)
+
+
+def _is_word(atom) -> bool:
+    return isinstance(atom, str) and _WORD_CHAR.match(atom) is not None
+
+
+def _bounded_words(atoms: list) -> set[str]:
+    """Runs of literal word characters with a known non-word neighbour on both sides."""
+    found: set[str] = set()
+    start = None
+    for i, atom in enumerate(atoms):
+        if _is_word(atom):
+            if start is None:
+                start = i
+            continue
+        if start is not None:
+            before = atoms[start - 1] if start > 0 else _GAP
+            if before is not _GAP and atom is not _GAP:
+                word = "".join(atoms[start:i])
+                if word.isascii():
+                    found.add(word.lower())
+            start = None
+    return found
+
+
+def _literal_runs(atoms: list) -> list[str]:
+    runs, run = [], []
+    for atom in atoms:
+        if isinstance(atom, str):
+            run.append(atom)
+        elif run:
+            runs.append("".join(run))
+            run = []
+    if run:
+        runs.append("".join(run))
+    return runs
+
+
+def prefilter(pattern: str) -> tuple[frozenset[str], str]:
+    """What every line matching ``pattern`` holds: its ``required_words`` (lower-case), and the
+    longest literal stretch of its mandatory part, lower-cased where the pattern ignores case
+    (the empty string when there is none or the pattern cannot be read this way)."""
+    try:
+        tree = _parser.parse(pattern)
+    except Exception:  # RE2-only syntax: no prefilter, the pattern stays in the set
+        return frozenset(), ""
+    words: set[str] = set()
+    atoms: list = [_GAP]
+    _atoms(tree, atoms, words)
+    atoms.append(_GAP)
+    runs = _literal_runs(atoms)
+    literal = max(runs, key=len) if runs else ""
+    if _IGNORE_CASE.search(pattern):  # a case-insensitive flag anywhere: compare lower-cased
+        literal = literal.lower()
+    return frozenset(words | _bounded_words(atoms)), literal
+
+
+def required_words(pattern: str) -> set[str]:
+    """Lower-case ASCII words that every line matching ``pattern`` holds as whole ``\\w+``
+    tokens: literal words of the pattern's mandatory part with a non-word character, a line
+    edge or ``\\b`` on both sides. Empty when the pattern cannot be read this way."""
+    return set(prefilter(pattern)[0])
+
+
+def prefilters(patterns: list[str]) -> list[tuple[frozenset[str], str]]:
+    """``prefilter`` of every pattern, from a cache file keyed by all of them: reading the
+    tens of thousands of catalogue patterns' parse trees costs over a second per process."""
+    from indexer import paths
+
+    key = hashlib.sha256("\0".join(patterns).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    try:
+        path = paths.cache_dir() / f"prefilter-{key}.pickle"
+    except Exception:
+        path = None
+    if path is not None and len(patterns) > 500:
+        try:
+            with open(path, "rb") as handle:
+                found = pickle.load(handle)
+            if isinstance(found, list) and len(found) == len(patterns):
+                return found
+        except Exception:  # missing, damaged, from another version: compute it
+            pass
+    found = [prefilter(p) for p in patterns]
+    if path is not None and len(patterns) > 500:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as handle:
+                pickle.dump(found, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # read-only: every process computes it, which is only slower
+    return found
+
+
+class FilteredSet:
+    """Which of many patterns occur in a text: ``re2.Set``'s contract (``Add``, ``Compile``,
+    ``Match`` → indices) without one big automaton.
+
+    Every pattern is filed under its rarest required word; a text's tokens pick the buckets,
+    and a candidate runs (as a one-pattern RE2 set: a test without groups) only if all its
+    required words and its longest literal occur in the text. Patterns without a required word
+    share one sharded set. The result is the same as running every pattern
+    (tests/test_patterns.py holds them equal on the KB's examples and mutants)."""
+
+    def __init__(self, options=None) -> None:
+        self._options = options or _OPTIONS
+        self._patterns: list[str] = []
+        self._required: list[frozenset[str]] = []
+        self._literal: list[str] = []
+        self._checks: list = []
+        self._buckets: dict[str, list[int]] = {}
+        self._set = ShardedSet(self._options)
+        self._in_set: list[int] = []
+        self._parser = None
+
+    def Add(self, pattern: str) -> int:  # noqa: N802 - mirrors re2.Set
+        if self._parser is None:
+            self._parser = re2.Set.SearchSet(self._options)
+        self._parser.Add(pattern)  # a syntax error now, as re2.Set.Add gives it (a parse, no compile)
+        self._patterns.append(pattern)
+        return len(self._patterns) - 1
+
+    def Compile(self) -> None:  # noqa: N802
+        found = prefilters([set_form(p) for p in self._patterns])
+        self._required = [words for words, _ in found]
+        self._literal = [literal for _, literal in found]
+        self._checks = [None] * len(self._patterns)
+        seen: dict[str, int] = {}
+        for words in self._required:
+            for w in words:
+                seen[w] = seen.get(w, 0) + 1
+        for index, words in enumerate(self._required):
+            if words:
+                rarest = min(words, key=lambda w: (seen[w], w))
+                self._buckets.setdefault(rarest, []).append(index)
+            else:
+                self._set.Add(set_form(self._patterns[index]))
+                self._in_set.append(index)
+        self._set.Compile()
+        self._parser = None
+
+    def _check(self, index: int):
+        check = re2.Set.SearchSet(self._options)
+        check.Add(set_form(self._patterns[index]))
+        check.Compile()
+        self._checks[index] = check
+        return check
+
+    def Match(self, text: str) -> list[int]:  # noqa: N802
+        in_set = self._in_set
+        hits = [in_set[h] for h in self._set.Match(text)] if in_set else []
+        lower = text.lower()
+        tokens = set(_TOKEN.findall(lower))
+        buckets = self._buckets
+        required = self._required
+        literal = self._literal
+        checks = self._checks
+        for token in tokens:
+            bucket = buckets.get(token)
+            if bucket is None:
+                continue
+            for index in bucket:
+                if (required[index] <= tokens and (literal[index] in text or literal[index] in lower)
+                        and (checks[index] or self._check(index)).Match(text)):
+                    hits.append(index)
+        return hits
+
+    def __len__(self) -> int:
+        return len(self._patterns)
+
+
 class PatternSet:
     """Match a message against every entry at once; the highest-priority match wins."""
 
@@ -96,13 +327,9 @@ class PatternSet:
         # catalogue patterns would otherwise cost a start-up that most runs never use.
         self._compiled: list = [None] * len(self.entries)
         self._context_rules: dict[int, list[tuple[str, object]]] = {}
-        self._set = ShardedSet()
+        self._set = FilteredSet()
         for index, entry in enumerate(self.entries):
-            try:
-                added = self._set.Add(set_form(entry.pattern))
-            except Exception as exc:  # re2.error and the Set's own ValueError
-                raise PatternCompileError(index, f"{entry.id}: {exc}") from exc
-            assert added == index
+            self._set._patterns.append(entry.pattern)  # compiled when first a candidate (kb check compiles them all)
             if entry.context:
                 try:
                     self._context_rules[index] = [
@@ -110,7 +337,10 @@ class PatternSet:
                     ]
                 except Exception as exc:
                     raise PatternCompileError(index, f"{entry.id}: context: {exc}") from exc
-        self._set.Compile()
+        try:
+            self._set.Compile()
+        except Exception as exc:  # re2.error and the Set's own ValueError, from the shared set
+            raise PatternCompileError(-1, str(exc)) from exc
         # Earlier entries win ties; kb check forbids ties that any example can hit.
         self._order = {i: (-e.priority, i) for i, e in enumerate(self.entries)}
 
@@ -130,6 +360,16 @@ class PatternSet:
         if not rules:
             return True
         return all(key in context and rx.search(context[key]) for key, rx in rules)
+
+    def _check(self, index: int):
+        check = re2.Set.SearchSet(_OPTIONS)
+        try:
+            check.Add(set_form(self.entries[index].pattern))
+        except Exception as exc:  # re2.error and the Set's own ValueError
+            raise PatternCompileError(index, f"{self.entries[index].id}: {exc}") from exc
+        check.Compile()
+        self._checks[index] = check
+        return check
 
     def compiled(self, index: int):
         rx = self._compiled[index]

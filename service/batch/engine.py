@@ -34,7 +34,7 @@ import re2
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.catalog.records import pattern_tier
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
-from indexer.patterns import ShardedSet
+from indexer.patterns import FilteredSet
 from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, placeholders
 from service.batch import shape_keys
 from service.batch.digit_closure import ZERO_X_HAZARD, digit_closure, digit_hazard
@@ -322,8 +322,8 @@ class Engine:
         # whose outcome differs from the shape's first line takes the per-message path.
         self._digit_specific: list[list[tuple[str, Any]]] = []  # context rules of each
         self._closures: list[str] = []
-        self._guards = ShardedSet(_SET_OPTIONS)  # their digit closures, for shapes
-        self._specific = ShardedSet(_SET_OPTIONS)  # the patterns themselves, for lines
+        self._guards = FilteredSet(_SET_OPTIONS)  # their digit closures, for shapes
+        self._specific = FilteredSet(_SET_OPTIONS)  # the patterns themselves, for lines
         self._closed_entries: set[int] = set()  # digit-closed: same group spans on a whole shape
         for index, entry in enumerate(explainer.entries):
             rules = list(entry.context.items())
@@ -342,7 +342,7 @@ class Engine:
         # every digit closure in one set, so one pass tells whether the decision could change
         # (a digit closure accepts all digits alike, so it may run on the raw message).
         self._pointer_patterns = [entry.pattern for entry in explainer.entries] + self._closures
-        self._pointer_set = ShardedSet(_SET_OPTIONS)
+        self._pointer_set = FilteredSet(_SET_OPTIONS)
         for pattern in self._pointer_patterns:
             self._pointer_set.Add(pattern)
         if explainer.entries:
@@ -948,7 +948,7 @@ def _prefilter_set(patterns: list[str]) -> Any:
     """One RE2 set of ``pointer_blind.prefilter`` of each pattern, by index; a prefilter RE2
     refuses is replaced by "" (matches everything, so the rewrite decides). False when the set
     cannot be built: then no shape is proven pointer-blind, and every pointer value is checked."""
-    found = ShardedSet(_SET_OPTIONS)
+    found = FilteredSet(_SET_OPTIONS)
     try:
         for pattern in patterns:
             try:
