@@ -12,6 +12,7 @@ import re
 import os
 import sys
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable, Hashable, Sequence
@@ -60,6 +61,39 @@ def _wordy(message: str) -> bool:
     unknown unless a pattern knows them."""
     words = _WORD.findall(message)
     return len(words) >= 2 and sum(map(len, words)) >= 10
+
+
+# Tokens that name one thing rather than say something: ids mixing letters and digits (UUIDs,
+# hashes, job and request ids, base64), and long unbroken runs. Unknown lines that differ only
+# there share one embedding (the first one's): a log of a million such lines embeds a few.
+_ID_TOKEN = re.compile(r"(?<![\w<])(?=(?:[\w-]*\d){2})(?=(?:[\w-]*[A-Za-z]){2})[\w-]{8,}(?![\w>])|[\w+/=-]{24,}")
+
+
+def cluster_key(text: str) -> str:
+    """The key an unknown line's embedding is shared under: its embedding text with id-like
+    tokens replaced."""
+    return _ID_TOKEN.sub("<ID>", text)
+
+
+BUDGET_STEP = 64  # templates encoded between two looks at a run's budget
+
+
+class SemanticBudget:
+    """How long one run may spend embedding never-seen templates (seconds of encoder time).
+
+    Past it, lines no pattern knows are answered unknown without asking the semantic tier, so a
+    log of nothing but unique junk costs a bounded time; ``skipped_templates``/``skipped_lines``
+    say how much went unasked, for the run's summary."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.spent = 0.0
+        self.skipped_templates = 0
+        self.skipped_lines = 0
+
+    @property
+    def left(self) -> float:
+        return self.seconds - self.spent
 
 
 def _cached_size(text: str, near: Neighbours) -> int:
@@ -138,6 +172,8 @@ class Explainer:
         # Set by a server: never-seen lines of concurrent requests are encoded together, fairly.
         self.scheduler: EncodeScheduler | None = None
         self._format_rx: dict[str, object] = {}
+        # Set by a batch run: the embedding time it may spend (None: no limit).
+        self.semantic_budget: SemanticBudget | None = None
 
     # ---- every entry: curated ones, then catalogue records ----------------------------------
     def _everything(self) -> tuple[list[PatternEntry], dict[str, PatternEntry], PatternSet]:
@@ -273,31 +309,50 @@ class Explainer:
         self, normalized: list[NormalizedLine], pending: list[int], answers: list,
         client: Hashable = None, budget_chars: int | None = None,
     ) -> None:
-        texts = {i: embedding_text(normalized[i].raw) for i in pending if normalized[i].message}
+        # Too little text for similar wording to mean the same message: unknown, not embedded
+        # (the semantic tier would not answer it, see _semantic_answer).
+        keys = {i: cluster_key(embedding_text(normalized[i].raw)) for i in pending
+                if normalized[i].message and _wordy(normalized[i].message)}
         found_here: dict[str, tuple[Neighbours, float]] = {}
         with self._lock:
-            for text in texts.values():
-                hit = self._cache.get(text)
+            for key in keys.values():
+                hit = self._cache.get(key)
                 if hit is not None:
-                    self._cache.move_to_end(text)
-                    found_here[text] = hit
-        missing = sorted({t for t in texts.values() if t not in found_here})
+                    self._cache.move_to_end(key)
+                    found_here[key] = hit
+        missing = sorted({k for k in keys.values() if k not in found_here})
         if missing:
             if budget_chars is not None:
                 size = sum(map(len, missing))
                 if size > budget_chars:
                     raise EmbeddingBudgetExceeded(len(missing), size, budget_chars)
             index = self.index()
-            scheduler = self.scheduler
-            vectors = scheduler.encode(missing, client) if scheduler else self.encoder.encode(missing)
-            found = index.neighbours(vectors)
-            with self._lock:
-                for text, near in zip(missing, found):
-                    confidence = index.calibrator.confidence(near.similarities, near.unrelated)
-                    found_here[text] = (near, confidence)
-                    self._remember(text, near, confidence)
-        for i, text in texts.items():
-            near, confidence = found_here[text]
+            budget = self.semantic_budget
+            done = 0
+            # within a run's budget, in slices, so a budget runs out after a slice, not a log
+            step = len(missing) if budget is None else BUDGET_STEP
+            while done < len(missing) and (budget is None or budget.left > 0):
+                part = missing[done:done + step]
+                started = time.perf_counter()
+                scheduler = self.scheduler
+                vectors = scheduler.encode(part, client) if scheduler else self.encoder.encode(part)
+                found = index.neighbours(vectors)
+                if budget is not None:
+                    budget.spent += time.perf_counter() - started
+                with self._lock:
+                    for key, near in zip(part, found):
+                        confidence = index.calibrator.confidence(near.similarities, near.unrelated)
+                        found_here[key] = (near, confidence)
+                        self._remember(key, near, confidence)
+                done += len(part)
+            if done < len(missing) and budget is not None:
+                budget.skipped_templates += len(missing) - done
+        for i, key in keys.items():
+            hit = found_here.get(key)
+            if hit is None:
+                self.semantic_budget.skipped_lines += 1  # type: ignore[union-attr]
+                continue
+            near, confidence = hit
             answers[i] = self._semantic_answer(normalized[i], near, confidence)
 
     def _remember(self, text: str, near: Neighbours, confidence: float) -> None:

@@ -359,3 +359,22 @@ def test_an_interrupted_summary_claims_no_root_cause(explainer, tmp_path):
         sys.stdin.close()
         sys.stdin = real_stdin
     assert summary.interrupted and summary.triage is None
+
+
+def test_a_spent_semantic_budget_leaves_lines_unknown_and_says_how_many(kb_dir, index_dir, tmp_path):
+    """A log of unique junk costs a bounded embedding time: with no budget at all, no unknown
+    line is embedded, every line still gets its answer, and the summary counts those lines."""
+    junk = tmp_path / "junk.log"
+    lines = [f"the {w} replica {i} could not reach quorum while the {v} ledger was sealed"
+             for i, (w, v) in enumerate(zip(["green", "blue", "amber", "violet"] * 5, ["old", "new", "cold", "warm", "odd"] * 4))]
+    junk.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    jsonl = run_cli(kb_dir, index_dir, ["annotate", str(junk), "--format", "jsonl", "--semantic-budget", "0"])
+    records = [json.loads(l) for l in jsonl.stdout.splitlines()]
+    assert len(records) == len(lines) and not any(r["known"] for r in records), jsonl.stderr
+    assert all(r["candidates"] == [] for r in records)
+    for jobs in ("1", "2"):
+        text = run_cli(kb_dir, index_dir, ["annotate", str(junk), "--format", "summary", "-j", jobs,
+                                           "--semantic-budget", "0", "--no-triage"])
+        assert f"semantic budget spent: {len(lines)} unknown line(s)" in text.stdout.decode(), text.stdout
+    asked = run_cli(kb_dir, index_dir, ["annotate", str(junk), "--format", "summary", "--no-triage"])
+    assert b"semantic budget spent" not in asked.stdout

@@ -214,6 +214,44 @@ def test_semantic_answers_are_cached_by_template(small_kb, tmp_path, encoder):
     assert calls == [1]
 
 
+def test_unknown_lines_that_differ_in_ids_share_one_embedding_and_a_budget_bounds_the_rest(small_kb, tmp_path, encoder):
+    """Lines no pattern knows are embedded once per template with id-like tokens masked (a log
+    of a million lines with a request id each embeds one text), lines with too little text are
+    not embedded at all, and past the run's budget nothing more is embedded: those lines stay
+    unknown and are counted."""
+    from service.explainer import SemanticBudget, cluster_key
+
+    index_dir = tmp_path / "index"
+    build_index(load_kb(small_kb), small_kb, index_dir, encoder)
+    calls: list[int] = []
+
+    class CountingEncoder:
+        name = encoder.name
+
+        def encode(self, texts):
+            calls.append(len(texts))
+            return encoder.encode(texts)
+
+    explainer = Explainer(kb_dir=small_kb, index_dir=index_dir, index_policy="refuse", encoder=CountingEncoder())
+    explainer.index()
+    calls.clear()
+    assert cluster_key("request 83844b40-ffa9-4b9f-8f54-f8ceacaab39e was refused") == "request <ID> was refused"
+    ids = [f"upload session a{i:04d}f{i * 7919 % 10000:04d}x expired before the storage layer replied" for i in range(40)]
+    answers = explainer.explain_many(ids + ["x7", "ok", ""])
+    assert len(answers) == 43 and calls == [1]  # 40 lines, one shared text; the short ones not embedded
+    assert [a["candidates"] for a in answers[40:]] == [[], [], []]
+
+    calls.clear()
+    explainer.semantic_budget = SemanticBudget(0.0)
+    fresh = [f"the {word} replica could not reach quorum during leader election" for word in ("green", "blue", "amber")]
+    answers = explainer.explain_many(fresh)
+    assert calls == [] and [a["known"] for a in answers] == [False] * 3
+    assert explainer.semantic_budget.skipped_lines == 3 and explainer.semantic_budget.skipped_templates == 3
+    explainer.semantic_budget = SemanticBudget(60.0)
+    explainer.explain_many(fresh)
+    assert calls == [3] and explainer.semantic_budget.spent > 0
+
+
 def test_the_numpy_search_finds_what_faiss_finds(index_dir):
     """faiss (the optional backend, EXPLAINLOG_SEARCH=faiss) and the default numpy search: the
     same neighbours; rows may differ only where two vectors score the same."""

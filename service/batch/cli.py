@@ -56,6 +56,9 @@ def register(subparsers) -> None:
                           help="exit 1 if any line is at least this severe (info|warning|error|fatal)")
     annotate.add_argument("--hide-context", action="store_true", help="commented: no comment above context-role lines")
     annotate.add_argument("--regex-only", action="store_true", help="skip the semantic tier (no model load)")
+    annotate.add_argument("--semantic-budget", type=float, default=20.0, metavar="SECONDS",
+                          help="encoder time each process may spend on never-seen unknown templates; past it they "
+                               "stay unknown (default 20; 0 for none, -1 for no limit)")
     annotate.add_argument("--max-line-bytes", type=int, default=1 << 20, metavar="N",
                           help="keep at most N bytes of a line (longer lines are cut and reported)")
     annotate.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster (scheduler address, e.g. tcp://host:8786)")
@@ -141,6 +144,7 @@ def run_annotate(args: argparse.Namespace) -> int:
     options = Options(
         format=fmt, lang=args.lang, only_known=args.only_known, min_severity=args.min_severity,
         hide_context=args.hide_context, semantic=not args.regex_only,
+        semantic_budget=None if args.semantic_budget < 0 else args.semantic_budget,
     )
     if args.dask:
         return _run_dask(args, fmt, options)

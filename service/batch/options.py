@@ -16,6 +16,8 @@ class Options:
     min_severity: str | None = None
     hide_context: bool = False  # commented: no comment above lines whose entry's role is context
     semantic: bool = True
+    # seconds of encoder time each process may spend on never-seen unknown templates (None: no limit)
+    semantic_budget: float | None = 20.0
 
     @property
     def langs(self) -> tuple[str, ...]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Protocol
 
 from service.batch.engine import Engine
+from service.explainer import BUDGET_STEP, SemanticBudget
 from service.batch.inputs import Source
 from service.batch.options import Options
 from service.batch.problems import Problem
@@ -263,13 +264,22 @@ def settle_deferred(summary: Summary, explainer: Any) -> None:
     if not summary.deferred:
         return
     items = sorted(summary.deferred.items(), key=lambda item: item[1].first)  # first seen, first filed
-    answers = explainer.explain_many([stat.example for _, stat in items], semantic=True)
-    for (template, stat), answer in zip(items, answers):
-        if answer["known"]:
-            meta = {key: answer[key] for key in ("severity", "component", "role", "title")}
-            summary.add_known(answer["pattern_id"], stat.count, stat.first, stat.last, meta)
-        else:
-            summary.add_unknown(template, stat.count, stat.first, stat.last, stat.example)
+    budget = getattr(explainer, "semantic_budget", None)
+    # In slices of the explainer's budget step: a slice is either embedded or, once the run's
+    # budget is spent, not at all, so its unknown templates are the ones not asked.
+    for start in range(0, len(items), BUDGET_STEP):
+        part = items[start:start + BUDGET_STEP]
+        skipped = budget.skipped_lines if budget is not None else 0
+        answers = explainer.explain_many([stat.example for _, stat in part], semantic=True)
+        unasked = budget is not None and budget.skipped_lines != skipped
+        for (template, stat), answer in zip(part, answers):
+            if answer["known"]:
+                meta = {key: answer[key] for key in ("severity", "component", "role", "title")}
+                summary.add_known(answer["pattern_id"], stat.count, stat.first, stat.last, meta)
+            else:
+                summary.add_unknown(template, stat.count, stat.first, stat.last, stat.example)
+                if unasked and not answer["candidates"]:
+                    summary.semantic_skipped += stat.count
     summary.deferred.clear()
 
 
@@ -332,6 +342,8 @@ def annotate_sources(
     progress = progress or Progress(None, enabled=False)
     on_problem = on_problem or (lambda p: print(f"explainlog: {p}", file=sys.stderr))
     summary = Summary(problems=list(problems or []))
+    if options.semantic_budget is not None and getattr(explainer, "semantic_budget", False) is None:
+        explainer.semantic_budget = SemanticBudget(options.semantic_budget)  # per process: workers fork it
     for index, source in enumerate(sources):
         summary.ensure_file(index, source.name)
     guard = _Interrupts()

@@ -36,11 +36,17 @@ def process_chunk(engine: Engine, chunk: Chunk, source_name: str, options: Optio
                   blocks: AnswerBlocks | None = None) -> ChunkResult:
     """``blocks``: the run's (or worker's) answer numbering, for html."""
     result = ChunkResult(chunk.source, chunk.first_line, chunk.n_lines, cut=chunk.cut)
+    budget = getattr(engine.explainer, "semantic_budget", None)
+    skipped = budget.skipped_lines if budget is not None else 0
     if options.format == "summary":
         result.summary = engine.summarize(chunk)
+    else:
+        annotated = engine.annotate(chunk, need_context=options.format == "jsonl")
+        result.summary = annotated.summary
+    if budget is not None:
+        result.summary.semantic_skipped += budget.skipped_lines - skipped
+    if options.format == "summary":
         return result
-    annotated = engine.annotate(chunk, need_context=options.format == "jsonl")
-    result.summary = annotated.summary
     result.undecodable = annotated.undecodable
     if options.format == "jsonl":
         result.payload = encode_jsonl(annotated, source_name, options, result.undecodable)

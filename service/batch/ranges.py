@@ -92,11 +92,16 @@ def _line_end(fd: int, at: int, size: int) -> int:
 def summarize_range(engine: Engine, part: Range, max_line: int, range_bytes: int = RANGE_BYTES) -> RangeResult:
     """Read, chunk and summarize one range (in a worker). A read error stops this range only,
     and is reported at the last line read, like the streaming reader does for a whole file."""
+    budget = getattr(engine.explainer, "semantic_budget", None)
+    skipped = budget.skipped_lines if budget is not None else 0
     body = _whole(part, max_line, range_bytes)
     if body is not None:
         counted = shape_keys.tally(body)  # which also counts the lines, so no count() here
         chunk = Chunk(part.source, 1, body, len(counted[4]) // 4)
-        return RangeResult(engine.summarize(chunk, counted), chunk.n_lines)
+        whole = engine.summarize(chunk, counted)
+        if budget is not None:
+            whole.semantic_skipped += budget.skipped_lines - skipped
+        return RangeResult(whole, chunk.n_lines)
     chunker = LineChunker(part.source, max_line, range_bytes)
     summary = Summary()
     problems: list[Problem] = []
@@ -119,6 +124,8 @@ def summarize_range(engine: Engine, part: Range, max_line: int, range_bytes: int
     if failed is not None:
         problems.append(Problem(part.name, chunker.lines_seen, "unreadable",
                                 f"read error after this line: {failed.strerror or failed}", True))
+    if budget is not None:
+        summary.semantic_skipped += budget.skipped_lines - skipped
     return RangeResult(summary, chunker.lines_seen, problems)
 
 

@@ -46,6 +46,8 @@ class Summary:
     entries: dict[str, EntryStat] = field(default_factory=dict)
     templates: dict[str, TemplateStat] = field(default_factory=dict)
     untracked_unknown: int = 0  # unknown lines whose template did not fit in MAX_TEMPLATES
+    # unknown lines the semantic tier was not asked about: the run's embedding budget was spent
+    semantic_skipped: int = 0
     problems: list[Problem] = field(default_factory=list)
     # per-line notes aggregated per (source, kind): [count, first line]
     notes: dict[tuple[int, str], list[int]] = field(default_factory=dict)
@@ -121,6 +123,7 @@ class Summary:
         for key, tstat in other.deferred.items():
             self.add_deferred(key, tstat.count, tstat.first, tstat.last, tstat.example)
         self.untracked_unknown += other.untracked_unknown
+        self.semantic_skipped += other.semantic_skipped
         self.problems.extend(other.problems)
         for (source, kind), (count, line) in other.notes.items():
             self.add_note(source, kind, line, count)
@@ -229,6 +232,7 @@ class Summary:
                 for t, s in self.ranked_templates()
             ],
             "untracked_unknown": self.untracked_unknown,
+            "semantic_skipped": self.semantic_skipped,
             "problems": [p.to_json() for p in self.problems],
             "notes": [[src, kind, count, line] for (src, kind), (count, line) in sorted(self.notes.items())],
             "interrupted": self.interrupted,
@@ -245,6 +249,7 @@ class Summary:
         for t in data["templates"]:
             summary.templates[t["template"]] = TemplateStat(t["count"], tuple(t["first"]), tuple(t["last"]), t["example"])
         summary.untracked_unknown = data["untracked_unknown"]
+        summary.semantic_skipped = data.get("semantic_skipped", 0)
         summary.problems = [Problem.from_json(p) for p in data["problems"]]
         summary.notes = {(src, kind): [count, line] for src, kind, count, line in data["notes"]}
         summary.interrupted = data["interrupted"]

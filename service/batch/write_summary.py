@@ -57,6 +57,10 @@ def render_summary(summary: Summary, lang: str = "en") -> str:
     ]
     if summary.triage is not None:
         out += render_root_cause(summary.triage, lang)
+    if summary.semantic_skipped:
+        out.append(
+            f"语义检索预算已用完：{summary.semantic_skipped:,} 行未知日志没有做语义匹配（--semantic-budget）" if lang == "zh" else
+            f"semantic budget spent: {summary.semantic_skipped:,} unknown line(s) were not matched by meaning (--semantic-budget)")
     counts = summary.severity_counts()
     out.append("severity: " + " · ".join(f"{name} {counts[name]:,}" for name in counts) + f" · unknown {summary.unknown_lines:,}")
     out.append(f"first error: {summary.where(summary.first_at_least('error'))}    "
