@@ -8,21 +8,17 @@ among its names, or (messages) an entry or record id listed in ``accept``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from service.evaluate import read_rows
+
 
 def load_questions(paths: list[Path]) -> list[dict]:
-    rows = []
-    for path in paths:
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                row = json.loads(line)
-                if not isinstance(row.get("question"), str) or "expects" not in row:
-                    raise ValueError(f"{path}:{n}: a question needs 'question' and 'expects'")
-                row["_where"] = f"{path.name}:{n}"
-                rows.append(row)
+    rows = read_rows(paths, ("question", "expects"))
+    for row in rows:
+        if not isinstance(row["question"], str):
+            raise ValueError(f"{row['where']}: 'question' is not text")
     return rows
 
 
@@ -73,7 +69,7 @@ def evaluate_questions(asker, rows: list[dict]) -> QuestionReport:
             if not result["known"]:
                 rep.declined += 1
             else:
-                rep.misses.append({"where": row["_where"], "question": row["question"], "expected": None, "got": got})
+                rep.misses.append({"where": row["where"], "question": row["question"], "expected": None, "got": got})
             continue
         rep.in_domain += 1
         hits = [_right(a, expects, names) for a in result["answers"]]
@@ -85,6 +81,6 @@ def evaluate_questions(asker, rows: list[dict]) -> QuestionReport:
         n, f1, t3 = rep.by.get(key, (0, 0, 0))
         rep.by[key] = (n + 1, f1 + first, t3 + top3)
         if not first:
-            rep.misses.append({"where": row["_where"], "question": row["question"],
+            rep.misses.append({"where": row["where"], "question": row["question"],
                                "expected": f"{expects['kind']}:{expects['name']}", "got": got})
     return rep

@@ -429,7 +429,7 @@ def _cmd_index_status(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     import json
 
-    from service.evaluate import LabelledSetError, evaluate, load_labelled
+    from service.evaluate import evaluate, load_labelled
 
     if args.triage:
         from service.triage_eval import evaluate_triage, report_lines
@@ -445,63 +445,43 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                     if r["verdict"] != "right":
                         print(f"  {r['case']} ({r['kind']}): {r['verdict']}\n    expected: {r['expected']}\n    got:      {(r['got'] or '')[:160]}  [{r['got_pattern']}]")
         return 0
+    # The labelled sets: eval lines, held-out lines, questions. Each report has lines(), and
+    # a list of misses shown with --show-errors (in JSON only then).
     if args.questions:
-        from indexer.encoder import default_encoder
-        from indexer.kb_cache import load_kb_cached
-        from service.ask import Asker
-        from service.ask_eval import evaluate_questions, load_questions
+        from service.ask_eval import evaluate_questions as score, load_questions as load
 
-        try:
-            rows = load_questions([Path(p) for p in args.files])
-        except (OSError, ValueError) as exc:
-            print(f"eval: {exc}", file=sys.stderr)
-            return 2
-        from service.explainer import Explainer
+        hidden, miss_line = "misses", lambda m: f"{m['where']}: {m['question'][:80]!r} expected {m['expected']}, got {m['got']}"
+    elif args.heldout:
+        from service.heldout import evaluate_heldout as score, load_rows as load
 
-        kb_dir = Path(args.kb)
-        encoder = default_encoder(args.model)
-        explainer = Explainer(kb_dir=kb_dir, index_dir=args.index, model_path=args.model, encoder=encoder)
-        report = evaluate_questions(Asker(kb_dir, explainer.kb, encoder, explainer=explainer), rows)
-        if args.json:
-            print(json.dumps({k: v for k, v in report.__dict__.items() if k != "misses" or args.show_errors},
-                             indent=2, ensure_ascii=False))
-        else:
-            print("\n".join(report.lines()))
-            if args.show_errors:
-                for miss in report.misses:
-                    print(f"  {miss['where']}: {miss['question'][:80]!r} expected {miss['expected']}, got {miss['got']}")
-        return 0
-    if args.heldout:
-        from service.heldout import evaluate_heldout, load_rows
-
-        try:
-            rows = load_rows([Path(p) for p in args.files])
-        except (OSError, ValueError) as exc:
-            print(f"eval: {exc}", file=sys.stderr)
-            return 2
-        held = evaluate_heldout(_explainer(args), rows)
-        if args.json:
-            print(json.dumps({k: v for k, v in held.__dict__.items() if k != "misses" or args.show_errors},
-                             indent=2, default=dict))
-        else:
-            print("\n".join(held.lines()))
-            if args.show_errors:
-                for miss in held.misses:
-                    print(f"  {miss['where']}: {miss['kind']}, got {miss['got']}, concept {miss.get('concept')}")
-        return 0
+        hidden, miss_line = "misses", lambda m: f"{m['where']}: {m['kind']}, got {m['got']}, concept {m.get('concept')}"
+    else:
+        load = load_labelled
+        score = lambda explainer, records: evaluate(explainer, records, tier=args.tier)  # noqa: E731
+        hidden, miss_line = "errors", lambda m: f"{m['where']}: expected {m['expected']}, got {m['got']} ({m['confidence']})"
     try:
-        records = load_labelled([Path(p) for p in args.files])
-    except (OSError, LabelledSetError) as exc:
+        rows = load([Path(p) for p in args.files])
+    except (OSError, ValueError) as exc:  # LabelledSetError is a ValueError
         print(f"eval: {exc}", file=sys.stderr)
         return 2
-    report = evaluate(_explainer(args), records, tier=args.tier)
+    if args.questions:
+        from indexer.encoder import default_encoder
+        from service.ask import Asker
+        from service.explainer import Explainer
+
+        encoder = default_encoder(args.model)
+        explainer = Explainer(kb_dir=Path(args.kb), index_dir=args.index, model_path=args.model, encoder=encoder)
+        report = score(Asker(Path(args.kb), explainer.kb, encoder, explainer=explainer), rows)
+    else:
+        report = score(_explainer(args), rows)
     if args.json:
-        print(json.dumps({k: v for k, v in report.__dict__.items() if k != "errors" or args.show_errors}, indent=2))
+        print(json.dumps({k: v for k, v in report.__dict__.items() if k != hidden or args.show_errors},
+                         indent=2, ensure_ascii=False))
     else:
         print("\n".join(report.lines()))
         if args.show_errors:
-            for error in report.errors:
-                print(f"  {error['where']}: expected {error['expected']}, got {error['got']} ({error['confidence']})")
+            for miss in getattr(report, hidden):
+                print("  " + miss_line(miss))
     return 0
 
 

@@ -53,18 +53,29 @@ class LabelledSetError(ValueError):
     pass
 
 
-def load_labelled(paths: list[Path]) -> list[LabelledLine]:
-    records: list[LabelledLine] = []
+def read_rows(paths: list[Path], needs: tuple[str, ...]) -> list[dict]:
+    """The JSON objects of JSONL files (blank lines skipped), each with ``where``
+    (``file:line``); a line that is not an object with the ``needs`` keys is an error naming
+    its place. Every labelled set ``eval`` reads (eval sets, held-out lines, questions)."""
+    rows = []
     for path in paths:
         for number, text in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
             if not text.strip():
                 continue
             try:
-                data = json.loads(text)
-                records.append(LabelledLine(data["line"], data.get("expected"), f"{path}:{number}"))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise LabelledSetError(f"{path}:{number}: not a labelled record ({exc})") from exc
-    return records
+                row = json.loads(text)
+            except ValueError as exc:
+                raise LabelledSetError(f"{path}:{number}: not JSON ({exc})") from exc
+            missing = [key for key in needs if not isinstance(row, dict) or key not in row]
+            if missing:
+                raise LabelledSetError(f"{path}:{number}: no {', '.join(repr(k) for k in missing)}")
+            row["where"] = f"{path}:{number}"
+            rows.append(row)
+    return rows
+
+
+def load_labelled(paths: list[Path]) -> list[LabelledLine]:
+    return [LabelledLine(row["line"], row.get("expected"), row["where"]) for row in read_rows(paths, ("line",))]
 
 
 def _ratio(a: int, b: int) -> float:

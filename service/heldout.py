@@ -13,11 +13,12 @@ a right explanation must mention one of the concept terms. Lines of unrelated so
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from service.evaluate import read_rows
 
 
 @dataclass
@@ -60,19 +61,7 @@ def is_right(answer: dict, concepts: list[str]) -> bool:
 
 
 def load_rows(paths: list[Path]) -> list[dict]:
-    rows = []
-    for path in paths:
-        for number, text in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-            if text.strip():
-                try:
-                    row = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}:{number}: not JSON: {exc.msg}") from exc
-                if "line" not in row:
-                    raise ValueError(f"{path}:{number}: no 'line'")
-                row["where"] = f"{path}:{number}"
-                rows.append(row)
-    return rows
+    return read_rows(paths, ("line",))
 
 
 def evaluate_heldout(explainer, rows: list[dict]) -> HeldoutReport:
