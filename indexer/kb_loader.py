@@ -334,7 +334,7 @@ def _load_catalog(kb_dir: Path, findings: list[Finding]) -> tuple[dict, list[Loa
     catalog: list[LoadedEntry] = []
     for rec, shown, number in loaded:
         records[rec.id] = rec
-        if rec.matchable and rec.has_text:
+        if rec.answers:
             try:
                 entry = as_entry(rec)
             except ValidationError as exc:

@@ -566,3 +566,15 @@ def test_a_build_of_one_project_keeps_the_other_projects_records_in_a_shared_com
     new = [{"id": "cuda.a.3", "repo": "pytorch/pytorch"}]
     assert [r["id"] for r in _with_other_projects(path, new)] == ["cuda.a.3", "cuda.b.2"]
     assert _with_other_projects(tmp_path / "none.jsonl", new) == new
+
+
+@pytest.mark.parametrize("fmt, answers", [
+    ("{peer} disconnected\n", False), ("Resumed {step}", False), ("console", False), ("HANDLE {h}", False),
+    ("cudaDriverVersion {v}", True), ("Connection to {peer} closed", True), ("setegid: {err}", True),
+])
+def test_a_record_whose_only_fixed_text_is_one_plain_word_answers_nothing(fmt, answers):
+    from indexer.catalog.records import CatalogRecord
+
+    row = json.loads((ROOT / "kb" / "catalog" / "nccl.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    row.update(format=fmt, matchable=True, title={"en": "t", "zh": "标题"}, explanation={"en": "e", "zh": "说明"})
+    assert CatalogRecord.model_validate(row).answers is answers

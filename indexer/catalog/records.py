@@ -64,6 +64,21 @@ class CatalogRecord(BaseModel):
     def has_text(self) -> bool:
         return self.title is not None and self.explanation is not None
 
+    @property
+    def answers(self) -> bool:
+        """Whether the record answers lines: it has text and enough fixed text to recognise a
+        line by. A format whose only fixed text is one ordinary word ("{peer} disconnected",
+        "Resumed {step}", "console") is listed but answers nothing: Kafka's "... broker
+        localhost:9092 (id: -1 rack: null) disconnected" is not rdma-core's ucmatose."""
+        if not (self.matchable and self.has_text):
+            return False
+        fixed = _CONVERSION.sub(" ", self.format).strip().rstrip(".")
+        return _ONE_PLAIN_WORD.fullmatch(fixed) is None
+
+
+_CONVERSION = re.compile(r"\{[^{}]*\}")
+_ONE_PLAIN_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+")  # an identifier such as cudaDriverVersion is not one
+
 
 def version_span(versions: list[str]) -> str:
     """'v2.19.3-1–v2.27.7-1' style: first and last tag read that print the message."""
