@@ -70,6 +70,17 @@ def cache_dir() -> Path:
     return Path(os.environ.get("EXPLAINLOG_CACHE") or state_dir() / "cache")
 
 
+def prune(directory: Path, pattern: str, keep: int) -> None:
+    """Delete all but the ``keep`` newest files matching ``pattern`` in a cache directory (one
+    per KB version in use): derived files keyed by content would otherwise pile up."""
+    try:
+        found = sorted(directory.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in found[keep:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # another process pruned first, or a read-only cache: only space is at stake
+
+
 def packed_model_dir() -> Path:
     """Where this install's packed model is: inside the wheel, or (checkout) under build/."""
     if (PACKED_MODEL / "modules.json").is_file() or not in_checkout():

@@ -210,6 +210,9 @@ def required_words(pattern: str) -> set[str]:
     return set(prefilter(pattern)[0])
 
 
+PREFILTER_KEEP = 24  # pattern lists per KB version: curated, all, and the batch engine's sets
+
+
 def prefilters(patterns: list[str]) -> list[tuple[frozenset[str], str]]:
     """``prefilter`` of every pattern, from a cache file keyed by all of them: reading the
     tens of thousands of catalogue patterns' parse trees costs over a second per process."""
@@ -236,6 +239,7 @@ def prefilters(patterns: list[str]) -> list[tuple[frozenset[str], str]]:
             with open(tmp, "wb") as handle:
                 pickle.dump(found, handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, path)
+            paths.prune(path.parent, "prefilter-*.pickle", PREFILTER_KEEP)
         except OSError:
             pass  # read-only: every process computes it, which is only slower
     return found

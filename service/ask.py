@@ -36,6 +36,7 @@ from indexer.glossary import load_concepts, load_variables
 from indexer.kb_loader import KnowledgeBase
 from indexer.texts import OPTIONAL, PLACEHOLDER
 
+ASK_KEEP = 4  # cached ask indexes (one per KB version in use), each with its vectors
 CJK = re.compile(r"[\u3400-\u9fff]")
 LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9_.+-]*[a-z0-9]|[a-z0-9]")
 NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
@@ -269,6 +270,7 @@ class Asker:
             with tmp.open("wb") as fh:
                 pickle.dump(index, fh, protocol=pickle.HIGHEST_PROTOCOL)
             tmp.replace(cache)
+            paths.prune(cache.parent, "ask-*.pickle", ASK_KEEP)
         except OSError:
             pass
         return index
@@ -298,6 +300,7 @@ class Asker:
                     tmp = cache.with_name(cache.name + ".tmp.npy")
                     np.save(tmp, vectors)
                     tmp.replace(cache)
+                    paths.prune(cache.parent, "ask-*.npy", ASK_KEEP)
                 except OSError:
                     pass
             index.vectors = vectors

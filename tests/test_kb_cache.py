@@ -115,3 +115,17 @@ def test_a_lost_catalogue_part_is_read_from_the_kb(kb_with_catalog, tmp_path, da
     assert ids(kb) == ["demo.affinity"]
     assert sorted(kb.records) == ["nccl.net_ib.0badc0de", "nccl.net_ib.0badc0df"]
     assert [l.entry.id for l in kb.compiled] == ["demo.affinity", "nccl.net_ib.0badc0de"]
+
+
+def test_derived_caches_keep_only_the_newest_files(tmp_path):
+    import os
+
+    from indexer import paths
+
+    for i in range(6):
+        f = tmp_path / f"prefilter-{i}.pickle"
+        f.write_bytes(b"x")
+        os.utime(f, (1000 + i, 1000 + i))
+    (tmp_path / "kb-1.pickle").write_bytes(b"y")
+    paths.prune(tmp_path, "prefilter-*.pickle", 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kb-1.pickle", "prefilter-4.pickle", "prefilter-5.pickle"]
