@@ -19,6 +19,7 @@ def load_questions(paths: list[Path]) -> list[dict]:
     for row in rows:
         if not isinstance(row["question"], str):
             raise ValueError(f"{row['where']}: 'question' is not text")
+        row["where"] = Path(row["where"]).name  # misses name the file only: "questions.jsonl:12"
     return rows
 
 
