@@ -9,9 +9,6 @@ runs only the few candidates; patterns with no such word stay in one small RE2 s
 
 from __future__ import annotations
 
-import hashlib
-import os
-import pickle
 import re
 import re._constants as _c
 import re._parser as _parser
@@ -210,39 +207,11 @@ def required_words(pattern: str) -> set[str]:
     return set(prefilter(pattern)[0])
 
 
-PREFILTER_KEEP = 24  # pattern lists per KB version: curated, all, and the batch engine's sets
-
-
 def prefilters(patterns: list[str]) -> list[tuple[frozenset[str], str]]:
-    """``prefilter`` of every pattern, from a cache file keyed by all of them: reading the
-    tens of thousands of catalogue patterns' parse trees costs over a second per process."""
-    from indexer import paths
+    """``prefilter`` of every pattern, computed once per KB (``indexer.derived``)."""
+    from indexer.derived import derived_map
 
-    key = hashlib.sha256("\0".join(patterns).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    try:
-        path = paths.cache_dir() / f"prefilter-{key}.pickle"
-    except Exception:
-        path = None
-    if path is not None and len(patterns) > 500:
-        try:
-            with open(path, "rb") as handle:
-                found = pickle.load(handle)
-            if isinstance(found, list) and len(found) == len(patterns):
-                return found
-        except Exception:  # missing, damaged, from another version: compute it
-            pass
-    found = [prefilter(p) for p in patterns]
-    if path is not None and len(patterns) > 500:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            with open(tmp, "wb") as handle:
-                pickle.dump(found, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-            paths.prune(path.parent, "prefilter-*.pickle", PREFILTER_KEEP)
-        except OSError:
-            pass  # read-only: every process computes it, which is only slower
-    return found
+    return derived_map("prefilter", prefilter, patterns)
 
 
 class FilteredSet:
@@ -266,10 +235,13 @@ class FilteredSet:
         self._in_set: list[int] = []
         self._parser = None
 
-    def Add(self, pattern: str) -> int:  # noqa: N802 - mirrors re2.Set
-        if self._parser is None:
-            self._parser = re2.Set.SearchSet(self._options)
-        self._parser.Add(pattern)  # a syntax error now, as re2.Set.Add gives it (a parse, no compile)
+    def Add(self, pattern: str, check: bool = True) -> int:  # noqa: N802 - mirrors re2.Set
+        """``check=False`` for patterns known to compile (a KB's, checked by ``kb check``):
+        parsing 20,000 of them to find no error costs a second."""
+        if check:
+            if self._parser is None:
+                self._parser = re2.Set.SearchSet(self._options)
+            self._parser.Add(pattern)  # a syntax error now, as re2.Set.Add gives it (a parse, no compile)
         self._patterns.append(pattern)
         return len(self._patterns) - 1
 

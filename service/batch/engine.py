@@ -33,6 +33,7 @@ import re2
 
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.catalog.records import pattern_tier
+from indexer.derived import derived_map
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
 from indexer.patterns import FilteredSet
 from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, placeholders
@@ -325,15 +326,15 @@ class Engine:
         self._guards = FilteredSet(_SET_OPTIONS)  # their digit closures, for shapes
         self._specific = FilteredSet(_SET_OPTIONS)  # the patterns themselves, for lines
         self._closed_entries: set[int] = set()  # digit-closed: same group spans on a whole shape
-        for index, entry in enumerate(explainer.entries):
+        closures = derived_map("closure", _zero_x_closure, [entry.pattern for entry in explainer.entries])
+        for index, (entry, closure) in enumerate(zip(explainer.entries, closures)):
             rules = list(entry.context.items())
-            if all(digit_closure(rx, zero_x=True) == rx for rx in [entry.pattern] + [rx for _, rx in rules]):
+            if closure == entry.pattern and all(digit_closure(rx, zero_x=True) == rx for _, rx in rules):
                 self._closed_entries.add(index)
                 continue
-            closure = digit_closure(entry.pattern, zero_x=True)
             self._closures.append(closure if closure is not None else "")  # "" matches every shape
-            self._guards.Add(self._closures[-1])
-            self._specific.Add(entry.pattern)
+            self._guards.Add(self._closures[-1], check=False)
+            self._specific.Add(entry.pattern, check=False)
             self._digit_specific.append([(k, re2.compile(rx)) for k, rx in rules])
         if self._digit_specific:
             self._guards.Compile()
@@ -344,7 +345,7 @@ class Engine:
         self._pointer_patterns = [entry.pattern for entry in explainer.entries] + self._closures
         self._pointer_set = FilteredSet(_SET_OPTIONS)
         for pattern in self._pointer_patterns:
-            self._pointer_set.Add(pattern)
+            self._pointer_set.Add(pattern, check=False)
         if explainer.entries:
             self._pointer_set.Compile()
         self._blind_set: Any = None  # their pointer_blind prefilters, built on first need
@@ -944,15 +945,26 @@ _ZERO_X = re2.compile(ZERO_X_HAZARD.encode())
 _IMPLIED_BY_ZERO_X = re.compile(r"\(\?:\[123456789\]x\[0-9a-fA-F\][^|]*\)")
 
 
+def _zero_x_closure(pattern: str) -> str | None:
+    return digit_closure(pattern, zero_x=True)
+
+
+def _pointer_prefilter(pattern: str) -> str | None:
+    try:
+        return prefilter(pattern)
+    except re2.error:
+        return None
+
+
 def _prefilter_set(patterns: list[str]) -> Any:
     """One RE2 set of ``pointer_blind.prefilter`` of each pattern, by index; a prefilter RE2
     refuses is replaced by "" (matches everything, so the rewrite decides). False when the set
     cannot be built: then no shape is proven pointer-blind, and every pointer value is checked."""
     found = FilteredSet(_SET_OPTIONS)
     try:
-        for pattern in patterns:
+        for text in derived_map("pointer-prefilter", _pointer_prefilter, patterns):
             try:
-                found.Add(prefilter(pattern))
+                found.Add(text if text is not None else "")
             except re2.error:
                 found.Add("")
         found.Compile()
