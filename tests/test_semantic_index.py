@@ -192,7 +192,8 @@ def test_the_default_index_is_keyed_by_model_and_kb(small_kb, kb_dir, encoder, m
     assert (small.index_dir / "CHECKSUMS").is_file() and not real.index_dir.exists()
 
 
-def test_semantic_answers_are_cached_by_template(small_kb, tmp_path, encoder):
+def _counting_explainer(small_kb, tmp_path, encoder) -> tuple[Explainer, list[int]]:
+    """An explainer on the small KB whose encoder records the size of every batch it encodes."""
     index_dir = tmp_path / "index"
     build_index(load_kb(small_kb), small_kb, index_dir, encoder)
     calls: list[int] = []
@@ -207,6 +208,11 @@ def test_semantic_answers_are_cached_by_template(small_kb, tmp_path, encoder):
     explainer = Explainer(kb_dir=small_kb, index_dir=index_dir, index_policy="refuse", encoder=CountingEncoder())
     explainer.index()  # loading re-embeds a sample of the index (spot_check): not counted here
     calls.clear()
+    return explainer, calls
+
+
+def test_semantic_answers_are_cached_by_template(small_kb, tmp_path, encoder):
+    explainer, calls = _counting_explainer(small_kb, tmp_path, encoder)
     lines = [f"worker {i} could not reserve 1{i}.5 GiB of device memory" for i in range(50)]
     answers = explainer.explain_many(lines)
     assert len(answers) == 50 and calls == [1]  # 50 lines, one template, one encode of one text
@@ -221,20 +227,7 @@ def test_unknown_lines_that_differ_in_ids_share_one_embedding_and_a_budget_bound
     unknown and are counted."""
     from service.explainer import SemanticBudget, cluster_key
 
-    index_dir = tmp_path / "index"
-    build_index(load_kb(small_kb), small_kb, index_dir, encoder)
-    calls: list[int] = []
-
-    class CountingEncoder:
-        name = encoder.name
-
-        def encode(self, texts):
-            calls.append(len(texts))
-            return encoder.encode(texts)
-
-    explainer = Explainer(kb_dir=small_kb, index_dir=index_dir, index_policy="refuse", encoder=CountingEncoder())
-    explainer.index()
-    calls.clear()
+    explainer, calls = _counting_explainer(small_kb, tmp_path, encoder)
     assert cluster_key("request 83844b40-ffa9-4b9f-8f54-f8ceacaab39e was refused") == "request <ID> was refused"
     ids = [f"upload session a{i:04d}f{i * 7919 % 10000:04d}x expired before the storage layer replied" for i in range(40)]
     answers = explainer.explain_many(ids + ["x7", "ok", ""])
