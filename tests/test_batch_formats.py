@@ -378,3 +378,11 @@ def test_a_spent_semantic_budget_leaves_lines_unknown_and_says_how_many(kb_dir, 
         assert f"semantic budget spent: {len(lines)} unknown line(s)" in text.stdout.decode(), text.stdout
     asked = run_cli(kb_dir, index_dir, ["annotate", str(junk), "--format", "summary", "--no-triage"])
     assert b"semantic budget spent" not in asked.stdout
+
+
+def test_a_run_s_semantic_budget_ends_with_the_run(explainer, log):
+    """The budget is the run's: an explainer shared with later runs and callers (a server, a
+    test session) is not left with a spent one."""
+    assert explainer.semantic_budget is None
+    annotate(explainer, [str(log)], "summary")
+    assert explainer.semantic_budget is None

@@ -342,8 +342,11 @@ def annotate_sources(
     progress = progress or Progress(None, enabled=False)
     on_problem = on_problem or (lambda p: print(f"explainlog: {p}", file=sys.stderr))
     summary = Summary(problems=list(problems or []))
-    if options.semantic_budget is not None and getattr(explainer, "semantic_budget", False) is None:
-        explainer.semantic_budget = SemanticBudget(options.semantic_budget)  # per process: workers fork it
+    # The run's embedding budget lives on the explainer while the run lasts (workers fork a
+    # copy each); an explainer shared with later runs or callers gets its old budget back.
+    budgeted = options.semantic_budget is not None and getattr(explainer, "semantic_budget", False) is None
+    if budgeted:
+        explainer.semantic_budget = SemanticBudget(options.semantic_budget)
     for index, source in enumerate(sources):
         summary.ensure_file(index, source.name)
     guard = _Interrupts()
@@ -464,6 +467,8 @@ def annotate_sources(
             for sig, handler in previous.items():
                 signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
             progress.close()
+            if budgeted:
+                explainer.semantic_budget = None
     if engine is not None and engine.mismatches:
         print(f"explainlog: note: {engine.mismatches} line shape(s) fell back to the slow path", file=sys.stderr)
     return summary
