@@ -6,6 +6,7 @@ in one pass. Checks that need compiled patterns only run on entries whose regex 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from indexer.kb_loader import Finding, KnowledgeBase, LoadedEntry, load_kb
 from indexer.normalize import normalize_line
 from indexer.patterns import PatternSet, compile_pattern
 from indexer.schema import Severity
-from indexer.texts import available_placeholders, placeholders
+from indexer.texts import DECODED_SUFFIX, available_placeholders, placeholders
 
 
 @dataclass
@@ -271,6 +272,118 @@ def check_versions_from_formats(ctx: CheckContext) -> Iterator[Finding]:
                            f"(explainlog catalog link writes them; detail may follow in parentheses)", "versions" if entry.versions else "formats")
 
 
+# Authoring notes that must not reach a reader (an answer is shown to users as it renders).
+AUTHORING_NOTE = re.compile(r"\b(?:empty if none|empty when|TODO|FIXME|TBD)\b|\?\?\?", re.I)
+LEFTOVER = re.compile(r"<(\w+)>")
+SUMMARY_CHARS = 140
+
+
+def _example_fields(ctx: CheckContext, index: int, line: str) -> dict[str, str] | None:
+    normalized = normalize_line(line)
+    if index not in ctx.patterns.matching(normalized.message, normalized.context):
+        return None
+    return ctx.patterns.groups(index, normalized.message)
+
+
+def check_verdicts(ctx: CheckContext) -> Iterator[Finding]:
+    """Verdicts and computed values read only the entry's fields (and earlier computed names),
+    their texts use only available placeholders, and every verdict fires on at least one of the
+    entry's examples or of its own ``tests`` lines (which must match the entry)."""
+    from indexer.verdicts import computed, fired, parse
+
+    for index, loaded in enumerate(ctx.compiled):
+        entry = loaded.entry
+        if not entry.verdicts and not entry.compute and entry.summary is None:
+            continue
+        groups = ctx.patterns.group_names(index)
+        known = set(groups)
+        for name, source in entry.compute.items():
+            for missing in sorted(parse(source).names - known):
+                yield _finding(loaded, "verdict", f"compute.{name} reads {missing!r}: not a field or an earlier computed name",
+                               "compute", name)
+            known.add(name)
+        allowed = available_placeholders(entry, groups) | set(entry.compute)
+        texts = [("summary", entry.summary)] + [(f"verdicts[{n}]", v) for n, v in enumerate(entry.verdicts)]
+        for key, text in texts:
+            if text is None:
+                continue
+            for lang in ("en", "zh"):
+                for name in sorted(placeholders(getattr(text, lang)) - allowed):
+                    path = ("summary", lang) if key == "summary" else ("verdicts", int(key[9:-1]), lang)
+                    yield _finding(loaded, "verdict", f"{key}.{lang} uses {{{name}}}: no such field or computed value", *path)
+        lines = [(ex.line, ("examples", n)) for n, ex in enumerate(entry.examples)]
+        exercised: set[int] = set()
+        for n, verdict in enumerate(entry.verdicts):
+            for missing in sorted(parse(verdict.when).names - known):
+                yield _finding(loaded, "verdict", f"verdicts[{n}].when reads {missing!r}: not a field or computed name",
+                               "verdicts", n, "when")
+            for t, line in enumerate(verdict.tests):
+                fields = _example_fields(ctx, index, line)
+                if fields is None:
+                    yield _finding(loaded, "verdict", f"verdicts[{n}].tests[{t}] does not match the entry's pattern",
+                                   "verdicts", n, "tests", t)
+                    continue
+                values = {**fields, **computed(entry.compute, fields)}
+                if n not in fired(entry.verdicts, values):
+                    yield _finding(loaded, "verdict", f"verdicts[{n}] does not fire on its own test line {t}",
+                                   "verdicts", n, "tests", t)
+                exercised.add(n)
+        for line, _ in lines:
+            fields = _example_fields(ctx, index, line)
+            if fields is not None:
+                exercised.update(fired(entry.verdicts, {**fields, **computed(entry.compute, fields)}))
+        for n in range(len(entry.verdicts)):
+            if n not in exercised:
+                yield _finding(loaded, "verdict", f"verdicts[{n}] fires on no example and has no test line that fires it",
+                               "verdicts", n, "when")
+
+
+def check_rendered(ctx: CheckContext) -> Iterator[Finding]:
+    """Render every curated example as a user sees it: no placeholder left unfilled (an
+    optional group belongs in a ``[[...]]`` segment), no authoring note, and a summary of at
+    most 140 characters in each language."""
+    from indexer.texts import field_values, fill_bilingual, summary_text, verdict_values
+
+    for index, loaded in enumerate(ctx.compiled):
+        if _is_record(loaded):
+            continue
+        entry = loaded.entry
+        groups = ctx.patterns.group_names(index)
+        reported: set[str] = set()
+        for n, example in enumerate(entry.examples):
+            fields = _example_fields(ctx, index, example.line)
+            if fields is None:
+                continue  # check_examples reports it
+            values = field_values(entry, fields)
+            extra, hits = verdict_values(entry, fields)
+            values.update({k: (v, v) for k, v in extra.items()})
+            shown = {
+                "title": entry.title, "summary": summary_text(entry, hits, set(fields) | set(extra)),
+                "explanation": entry.explanation, "action": entry.action,
+                **{f"verdicts[{i}]": entry.verdicts[i] for i in hits},
+            }
+            for key, text in shown.items():
+                filled = fill_bilingual(text, values)
+                if filled is None:
+                    continue
+                for lang in ("en", "zh"):
+                    body = filled[lang]
+                    left = sorted({m for m in LEFTOVER.findall(body)
+                                   if m in groups or m.removesuffix(DECODED_SUFFIX) in groups or m in entry.compute})
+                    note = AUTHORING_NOTE.search(body)
+                    problem = None
+                    if left:
+                        problem = (f"{key}.{lang} renders <{left[0]}> unfilled on example {n} "
+                                   f"(put text using an optional group inside [[...]])")
+                    elif note:
+                        problem = f"{key}.{lang} holds an authoring note ({note.group(0)!r}) a reader would see"
+                    elif key == "summary" and len(body) > SUMMARY_CHARS:
+                        problem = f"summary.{lang} is {len(body)} characters on example {n} (at most {SUMMARY_CHARS})"
+                    if problem and (key, lang, problem[:30]) not in reported:
+                        reported.add((key, lang, problem[:30]))
+                        yield _finding(loaded, "render", problem, "examples", n)
+
+
 CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_unique_ids,
     check_regex_compiles,
@@ -283,6 +396,8 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_catalog,
     check_verified,
     check_versions_from_formats,
+    check_verdicts,
+    check_rendered,
 ]
 
 

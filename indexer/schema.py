@@ -96,6 +96,24 @@ class FieldSpec(Bilingual):
     default: Optional[Bilingual] = None
 
 
+class Verdict(Bilingual):
+    """What the line means in this run when ``when`` holds over its fields (a condition in
+    ``indexer.verdicts``' safe syntax). The texts may use the entry's placeholders and its
+    ``compute`` names; ``tests`` are extra lines (matching the entry) on which it must fire,
+    for a case no example shows."""
+
+    when: NonEmpty
+    tests: list[NonEmpty] = Field(default_factory=list)
+
+    @field_validator("when")
+    @classmethod
+    def when_parses(cls, value: str) -> str:
+        from indexer.verdicts import parse
+
+        parse(value)  # ValueError -> a finding at this key
+        return value
+
+
 class Example(BaseModel):
     """A real line with its prefix, optionally with the field values it must yield."""
 
@@ -135,6 +153,12 @@ class PatternEntry(BaseModel):
     # OMP_NUM_THREADS warnings) or that mean different things at INFO and WARN level.
     context: dict[str, NonEmpty] = Field(default_factory=dict)
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
+    # One sentence (<= 140 characters once filled) saying what the line means in this run;
+    # the first verdict that fires replaces it; absent, the title stands in.
+    summary: Optional[Bilingual] = None
+    verdicts: list[Verdict] = Field(default_factory=list)
+    # Named values derived from the fields for texts and verdicts (name -> expression).
+    compute: dict[str, NonEmpty] = Field(default_factory=dict)
     explanation: Bilingual
     action: Optional[Bilingual] = None
     examples: list[Example] = Field(min_length=1)
@@ -154,6 +178,17 @@ class PatternEntry(BaseModel):
     def examples_may_be_plain_strings(cls, value: object) -> object:
         if isinstance(value, list):
             return [{"line": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("compute")
+    @classmethod
+    def compute_parses(cls, value: dict[str, str]) -> dict[str, str]:
+        from indexer.verdicts import parse
+
+        for name, source in value.items():
+            if not re.fullmatch(r"[A-Za-z_]\w*", name):
+                raise ValueError(f"compute name {name!r} is not an identifier")
+            parse(source)
         return value
 
     @field_validator("source")

@@ -104,6 +104,43 @@ def _split(pattern: re.Pattern[str], text: str) -> list[str]:
     return parts
 
 
+def verdict_values(entry: PatternEntry, fields: dict[str, str]) -> tuple[dict[str, str], tuple[int, ...]]:
+    """(computed values, indices of the verdicts that fire) for a line's fields."""
+    if not entry.compute and not entry.verdicts:
+        return {}, ()
+    from indexer.verdicts import computed, fired
+
+    extra = computed(entry.compute, fields) if entry.compute else {}
+    hits = fired(entry.verdicts, {**fields, **extra}) if entry.verdicts else ()
+    return extra, hits
+
+
+def text_names(entry: PatternEntry) -> set[str]:
+    """Every field an answer's texts depend on: placeholders of all texts (decoded ones by
+    their field) and the names verdicts and computed values read."""
+    texts = [entry.title, entry.summary, entry.explanation, entry.action, *entry.verdicts]
+    names = {name.removesuffix(DECODED_SUFFIX) for b in texts if b is not None for t in (b.en, b.zh)
+             for name in placeholders(t)}
+    if entry.compute or entry.verdicts:
+        from indexer.verdicts import used_names
+
+        names |= used_names(entry)
+    return names
+
+
+def summary_text(entry: PatternEntry, fired: tuple[int, ...], present: set[str] | None = None) -> Bilingual:
+    """What the summary says: the first verdict that fired, else the entry's ``summary`` when
+    the line supplies every placeholder it needs (``present``; None: all), else the title."""
+    if fired:
+        return entry.verdicts[fired[0]]
+    if entry.summary is not None:
+        needed = {name.removesuffix(DECODED_SUFFIX) for lang in (entry.summary.en, entry.summary.zh)
+                  for name in placeholders(OPTIONAL.sub("", lang))}
+        if present is None or needed <= present:
+            return entry.summary
+    return entry.title
+
+
 def fill_bilingual(text: Bilingual | None, values: dict[str, tuple[str, str]]) -> dict[str, str] | None:
     if text is None:
         return None

@@ -38,13 +38,18 @@ from indexer.semantic_index import (
     spot_check,
     stamp_problem,
 )
-from indexer.texts import field_values, fill_bilingual
+from indexer.texts import field_values, fill_bilingual, summary_text, verdict_values
 from service.encode_scheduler import EncodeScheduler
 
 CONTRACT_KEYS = (
     "line", "known", "confidence", "pattern_id", "tier", "component", "severity", "role",
-    "title", "explanation", "action", "fields", "context", "candidates", "source",
+    "title", "summary", "verdicts", "explanation", "action", "fields", "context", "candidates", "source",
 )
+# The summary of a line no entry explains (the presentation layer words the rest).
+UNKNOWN_SUMMARY = {
+    "en": "Not in the knowledge base: no entry explains this line.",
+    "zh": "未收录：知识库里没有解释这一行的条目。",
+}
 
 
 EXCEPTION_PREFIX = re.compile(
@@ -423,6 +428,9 @@ class Explainer:
 
     def _known(self, line, entry: PatternEntry, fields: dict[str, str], confidence: float, tier: str, candidates) -> dict:
         values = field_values(entry, fields)
+        extra, fired = verdict_values(entry, fields)
+        for name, value in extra.items():
+            values[name] = (value, value)
         if tier == "regex":
             tier = pattern_tier(entry)
         return {
@@ -435,6 +443,8 @@ class Explainer:
             "severity": entry.severity.value,
             "role": entry.role.value,
             "title": fill_bilingual(entry.title, values),
+            "summary": fill_bilingual(summary_text(entry, fired, set(fields) | set(extra)), values),
+            "verdicts": [dict(when=entry.verdicts[i].when, **fill_bilingual(entry.verdicts[i], values)) for i in fired],
             "explanation": fill_bilingual(entry.explanation, values),
             "action": fill_bilingual(entry.action, values),
             "fields": fields,
@@ -454,6 +464,8 @@ class Explainer:
             "severity": None,
             "role": None,
             "title": None,
+            "summary": dict(UNKNOWN_SUMMARY),
+            "verdicts": [],
             "explanation": None,
             "action": None,
             "fields": {},

@@ -36,7 +36,7 @@ from indexer.catalog.records import pattern_tier
 from indexer.derived import derived_map
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
 from indexer.patterns import FilteredSet
-from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, placeholders
+from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, summary_text, text_names, verdict_values
 from service.batch import shape_keys
 from service.batch.digit_closure import ZERO_X_HAZARD, digit_closure, digit_hazard
 from service.batch.pointer_blind import marked, prefilter, probe
@@ -49,7 +49,7 @@ _SET_OPTIONS = re2.Options()
 _SET_OPTIONS.max_mem = 1 << 30  # the whole KB and catalogue in one set (a budget, not an allocation)
 _SET_OPTIONS.log_errors = False
 
-_HEAD_KEYS = CONTRACT_KEYS[1:11]  # known .. action: what comes between "line" and "fields"
+_HEAD_KEYS = CONTRACT_KEYS[1:CONTRACT_KEYS.index("fields")]  # known .. action: between "line" and "fields"
 _RANK = {"info": 0, "warning": 1, "error": 2, "fatal": 3}
 _DIGIT = re.compile(r"\d")
 _STR_SHAPE = str.maketrans("123456789", "000000000")
@@ -150,7 +150,8 @@ class HeadTemplate:
 
     _HOLE = re.compile("\ue000(\\d+)\ue001".encode())
 
-    def __init__(self, entry: Any, fields: tuple[str, ...]) -> None:
+    def __init__(self, entry: Any, fields: tuple[str, ...], fired: tuple[int, ...] = ()) -> None:
+        """``fields``: the present fields and computed values; ``fired``: the verdicts that fire."""
         decodable = {name for name in fields if name in entry.fields}
         present = set(fields) | {name + DECODED_SUFFIX for name in decodable}
         slots: list[tuple[str, int]] = []
@@ -179,8 +180,10 @@ class HeadTemplate:
         head = {
             "known": True, "confidence": round(REGEX_CONFIDENCE, 4), "pattern_id": entry.id, "tier": pattern_tier(entry),
             "component": entry.component.value, "severity": entry.severity.value, "role": entry.role.value,
-            "title": bilingual(entry.title), "explanation": bilingual(entry.explanation),
-            "action": bilingual(entry.action),
+            "title": bilingual(entry.title),
+            "summary": bilingual(summary_text(entry, fired, set(fields))),
+            "verdicts": [dict(when=entry.verdicts[i].when, **bilingual(entry.verdicts[i])) for i in fired],
+            "explanation": bilingual(entry.explanation), "action": bilingual(entry.action),
         }
         self.pieces = self._HOLE.split(orjson.dumps(head)[1:-1])
         self.holes = []  # (piece index, field, its spec if the decoded value goes here, language)
@@ -391,8 +394,7 @@ class Engine:
                 shape.mode, shape.answer = FIXED, Answer(answer, None)
             else:
                 entry = self.explainer.entries[hits[0]]
-                texts = [t for b in (entry.title, entry.explanation, entry.action) if b for t in (b.en, b.zh)]
-                used = sorted({name.removesuffix(DECODED_SUFFIX) for t in texts for name in placeholders(t)})
+                used = sorted(text_names(entry))
                 shape.mode, shape.entry, shape.used = FIELDS, hits[0], tuple(used)
                 shape.candidates = answer["candidates"]
                 shape.tail = Answer(answer, None).tail
@@ -614,12 +616,14 @@ class Engine:
             entry = self.explainer.entries[shape.entry]
             if len(self._texts) >= TEXTS_LIMIT:
                 self._texts.clear()
-            present = tuple(name for name in shape.used if name in fields)
-            template = self._heads.get((shape.entry, present))
+            extra, fired = verdict_values(entry, fields)
+            values = {**fields, **extra} if extra else fields
+            present = tuple(name for name in shape.used if name in values) + tuple(n for n in extra if n not in shape.used)
+            template = self._heads.get((shape.entry, present, fired))
             if template is None:
-                template = self._heads[(shape.entry, present)] = HeadTemplate(entry, present)
+                template = self._heads[(shape.entry, present, fired)] = HeadTemplate(entry, present, fired)
             answer = self._texts[key] = Answer.per_line_fields(
-                template.fill(fields, self._decode, self._escaped), entry.id, entry.severity.value,
+                template.fill(values, self._decode, self._escaped), entry.id, entry.severity.value,
                 entry.role.value, shape.tail,  # type: ignore[arg-type]
             )
         return answer
