@@ -384,6 +384,16 @@ def check_rendered(ctx: CheckContext) -> Iterator[Finding]:
                         yield _finding(loaded, "render", problem, "examples", n)
 
 
+def check_zh_style(ctx: CheckContext) -> Iterator[Finding]:
+    """Every Chinese text of a curated entry follows the house style (``indexer.zh_lint``)."""
+    from indexer.zh_lint import entry_texts, lint
+
+    for loaded in ctx.kb.entries:
+        for path, text in entry_texts(loaded.entry):
+            for problem in lint(text):
+                yield _finding(loaded, "zh", f"{'.'.join(map(str, path))}: {problem.message}", *path)
+
+
 CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_unique_ids,
     check_regex_compiles,
@@ -398,6 +408,7 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_versions_from_formats,
     check_verdicts,
     check_rendered,
+    check_zh_style,
 ]
 
 

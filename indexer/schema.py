@@ -21,6 +21,8 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 # full-width punctuation that space is an artefact, not text.
 _CJK_CLASS = r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]"
 FOLDED_CJK_SPACE = re.compile(rf"(?<={_CJK_CLASS})[ \t\n]+(?={_CJK_CLASS})")
+# ... and next to full-width punctuation no space belongs either ("， watchdog", "完成 。").
+SPACE_BY_FULLWIDTH = re.compile(r"(?<=[，。；：、（“！？])[ \t\n]+|[ \t\n]+(?=[，。；：、）”！？])")
 
 
 class Component(str, Enum):
@@ -80,7 +82,7 @@ class Bilingual(BaseModel):
     def zh_is_chinese(cls, value: str) -> str:
         if not CJK.search(value):
             raise ValueError("zh text contains no Chinese characters")
-        return FOLDED_CJK_SPACE.sub("", value)
+        return SPACE_BY_FULLWIDTH.sub("", FOLDED_CJK_SPACE.sub("", value))
 
 
 class FieldSpec(Bilingual):

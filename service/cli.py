@@ -339,7 +339,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
                 if args.json:
                     out.write(orjson.dumps(answer) + b"\n")
                 else:
-                    out.write((render_answer(answer, langs, colour) + "\n\n").encode("utf-8"))
+                    out.write((render_answer(answer, langs, colour, verbose=args.verbose) + "\n\n").encode("utf-8"))
             answered += len(batch)
             out.flush()
     except BrokenPipeError:
@@ -531,6 +531,8 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--json", action="store_true", help="one JSON object per input line (JSONL), in order")
     explain.add_argument("--lang", choices=("en", "zh", "both"), default="both", help="language of the readable output")
     explain.add_argument("--regex-only", action="store_true", help="skip the semantic tier (no model load)")
+    explain.add_argument("-v", "--verbose", action="store_true",
+                         help="the long form: full explanation and fields after the summary and action")
     explain.add_argument("--max-line-bytes", type=int, default=1 << 20, metavar="N",
                          help="keep only the first N bytes of a longer line (default 1 MiB, as annotate)")
     explain.set_defaults(func=_cmd_explain)

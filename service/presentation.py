@@ -1,32 +1,155 @@
-"""Presentation pieces every front-end shares: how an answer's source is said.
+"""Presentation every front-end shares: the words of the frame in both languages, severity
+order and names, the source sentence, language choice, and one CJK-aware wrapper.
 
-"printed by NVIDIA/nccl src/transport/net_ib.cc:611 in ncclIbInit, v2.19.3-1–v2.27.7-1"
-(also RCCL rocm-5.0.0–rocm-6.2.2)" — one wording for the terminal, chat and batch output;
-the page builds the same sentence from the same JSON.
+Explanations come from the KB; only the frame around them (labels, severity names, tiers,
+"unknown") is worded here, once, so the terminal, the page, chat and batch output say the same
+thing the same way. The page's script and the chat labels carry copies for the browser and the
+cards; ``tests/test_presentation.py`` holds them to these terms.
 """
 
 from __future__ import annotations
 
-WORDS = {
-    "en": {"printed": "printed by", "in": "in", "also": "also", "versions": "releases"},
-    "zh": {"printed": "打印位置：", "in": "函数", "also": "另见", "versions": "版本"},
+import re
+import unicodedata
+
+SEVERITIES = ("info", "warning", "error", "fatal")
+SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
+
+TERMS: dict[str, dict[str, str]] = {
+    "en": {
+        "fatal": "fatal", "error": "error", "warning": "warning", "info": "info",
+        "unknown": "unknown", "unknown_title": "Not in the knowledge base",
+        "summary": "In short", "action": "What to do", "explanation": "Explanation", "fields": "Fields",
+        "details": "Details", "more": "(details: --verbose)",
+        "confidence": "confidence", "nearest": "Nearest entries", "source": "Source",
+        "tier.regex": "exact match", "tier.catalog": "source catalogue", "tier.semantic": "similar entry",
+        "role.context": "context", "role.progress": "progress", "role.advice": "advice",
+        "role.root_cause": "root cause", "role.cascade": "knock-on error", "role.wrapper": "wrapper",
+        "printed": "printed by", "in": "in", "also": "also", "versions": "releases",
+    },
+    "zh": {
+        "fatal": "致命", "error": "错误", "warning": "警告", "info": "信息",
+        "unknown": "未收录", "unknown_title": "知识库里没有这一行",
+        "summary": "结论", "action": "建议操作", "explanation": "解释", "fields": "字段",
+        "details": "详情", "more": "（详情：--verbose）",
+        "confidence": "置信度", "nearest": "最接近的条目", "source": "打印位置",
+        "tier.regex": "精确匹配", "tier.catalog": "源码目录", "tier.semantic": "语义相似",
+        "role.context": "背景", "role.progress": "进度", "role.advice": "建议",
+        "role.root_cause": "根因", "role.cascade": "连带报错", "role.wrapper": "包装信息",
+        "printed": "打印位置：", "in": "函数", "also": "另见", "versions": "版本",
+    },
 }
 
 
+def term(lang: str, key: str) -> str:
+    return TERMS.get(lang, TERMS["en"])[key]
+
+
+def severity_name(severity: str | None, lang: str) -> str:
+    return term(lang, severity if severity in SEVERITY_RANK else "unknown")
+
+
+def lang_of(text: str) -> str:
+    """'zh' when the text holds Chinese (a question or a chat message), else 'en'."""
+    return "zh" if re.search(r"[\u4e00-\u9fff]", text or "") else "en"
+
+
 def source_line(source: dict | None, lang: str = "en") -> str | None:
-    """One line naming where a message is printed and in which releases; None if unknown."""
+    """One line naming where a message is printed and in which releases; None if unknown.
+
+    "printed by NVIDIA/nccl src/transport/net_ib.cc:611, in ncclIbInit, v2.19.3-1–v2.27.7-1
+    (also RCCL rocm-5.0.0–rocm-6.2.2)"; the page builds the same sentence from the same JSON.
+    """
     if not source or not source.get("repo"):
         return None
-    w = WORDS.get(lang, WORDS["en"])
+    w = TERMS.get(lang, TERMS["en"])
     where = f"{source['repo']} {source.get('file') or ''}".strip()
     if source.get("line"):
         where += f":{source['line']}"
     parts = [f"{w['printed']} {where}" if lang == "en" else f"{w['printed']}{where}"]
     if source.get("function"):
         parts.append(f"{w['in']} {source['function']}")
-    if source.get("versions"):
-        parts.append(source["versions"])
+    versions = _versions(source.get("versions"), lang)
+    if versions:
+        parts.append(versions)
     text = ", ".join(parts) if lang == "en" else "，".join(parts)
     for also in source.get("also") or []:
         text += f" ({w['also']} {also['repo']} {also['versions']})" if lang == "en" else f"（{w['also']} {also['repo']} {also['versions']}）"
     return text
+
+
+_PROSE = re.compile(r"[A-Za-z]{2,}[ ,;]+[A-Za-z]{2,}[ ,;]+[A-Za-z]{2,}")
+
+
+def _versions(text: str | None, lang: str) -> str | None:
+    """The releases as shown: in Chinese, a curator's English note after the span (in
+    parentheses) is left out, and so is a span that is English prose throughout."""
+    if not text or lang == "en":
+        return text
+    head = text.split(" (", 1)[0].strip()
+    if _PROSE.search(head) and not re.search(r"[\u4e00-\u9fff]", head):
+        return None
+    return head
+
+
+# ---------------------------------------------------------------------------- wrapping
+
+# Chinese line-breaking rules (禁则): these never start a line ...
+NO_LINE_START = set("，。；：、！？）》」』】〕〉”’…—．，,.;:!?)]}%")
+# ... and these never end one.
+NO_LINE_END = set("（《「『【〔〈“‘([{")
+_TOKENS = re.compile(r"[\u2e80-\uffef]|[^\s\u2e80-\uffef]+|\s+")
+
+
+def display_width(text: str) -> int:
+    """Terminal columns: CJK characters and full-width punctuation take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def wrap_display(text: str, width: int) -> list[str]:
+    """Wrap by display width. Chinese may break between any two characters, Latin words and
+    numbers only at spaces (never inside); closing punctuation never starts a line (the word
+    before it moves down with it) and opening punctuation never ends one. A single word wider
+    than the line stands alone on its line."""
+    lines: list[str] = []
+    current: list[str] = []  # tokens of the line being filled, spaces included
+    used = 0
+    for token in _TOKENS.findall(text):
+        if token.isspace():
+            if current:
+                current.append(" ")
+                used += 1
+            continue
+        w = display_width(token)
+        if current and used + w > width:
+            carry: list[str] = []
+            if token[0] in NO_LINE_START:
+                # take the word before the punctuation down with it (if the line keeps something)
+                while current and current[-1] == " ":
+                    current.pop()
+                while len(current) > 1 and (not carry or carry[0][0] in NO_LINE_START):
+                    carry.insert(0, current.pop())
+                    while len(current) > 1 and current[-1] == " ":
+                        current.pop()
+                if carry and carry[0][0] in NO_LINE_START:  # only punctuation could move down
+                    current += carry
+                    carry = []
+            if token[0] in NO_LINE_START and not carry:
+                current.append(token)  # a lone over-wide word: the punctuation hangs after it
+                used += w
+                continue
+            while current and (current[-1] == " " or current[-1][-1] in NO_LINE_END):
+                piece = current.pop()
+                if piece != " ":
+                    carry.insert(0, piece)
+            if current:
+                lines.append("".join(current).rstrip())
+                current = carry
+            else:
+                current = carry  # nothing could be left behind: the line overflows
+            used = sum(display_width(t) for t in current)
+        current.append(token)
+        used += w
+    if "".join(current).strip():
+        lines.append("".join(current).rstrip())
+    return lines or [""]

@@ -1,81 +1,74 @@
-"""Readable terminal rendering of answers: colour on a terminal, plain text when piped."""
+"""Terminal rendering of answers: colour on a terminal, plain text when piped.
+
+Short by default — the one-line summary (what the line means here), then the action, then one
+line naming the entry, its role and tier, and where the message is printed. ``verbose`` adds
+the full explanation and the fields. The frame's words come from ``service.presentation``, so
+``--lang zh`` reads Chinese throughout.
+"""
 
 from __future__ import annotations
 
-import re
-import unicodedata
-
-from service.presentation import source_line
+from service.presentation import TERMS, display_width, severity_name, source_line, term, wrap_display
 
 SEVERITY_COLOURS = {"info": "36", "warning": "33", "error": "31", "fatal": "1;31"}
-LANG_LABELS = {"en": "EN", "zh": "中文"}
+INDENT = "  "
+_width = display_width  # the name earlier callers used
 
 
 def _paint(text: str, code: str, colour: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if colour else text
 
 
-_TOKENS = re.compile(r"[\u2e80-\uffef]|[^\s\u2e80-\uffef]+|\s+")
+def _block(label: str, text: str, width: int, pad: int) -> list[str]:
+    """A labelled paragraph: the label in a column of ``pad`` display columns."""
+    body = wrap_display(text, max(20, width - len(INDENT) - pad - 1))
+    head = label + " " * max(0, pad - display_width(label))
+    return [f"{INDENT}{head} {body[0]}"] + [f"{INDENT}{' ' * pad} {line}" for line in body[1:]]
 
 
-def _width(text: str) -> int:
-    """Terminal columns: CJK characters take two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def wrap_display(text: str, width: int) -> list[str]:
-    """Wrap by display width; Chinese may break between any two characters, English only at
-    spaces (textwrap counts characters and treats a Chinese sentence as one long word)."""
-    lines: list[str] = []
-    current = ""
-    for token in _TOKENS.findall(text):
-        if token.isspace():
-            if current:
-                current += " "
-            continue
-        if current and _width(current) + _width(token) > width:
-            lines.append(current.rstrip())
-            current = ""
-        current += token
-    if current.strip():
-        lines.append(current.rstrip())
-    return lines or [""]
-
-
-def _wrap(label: str, text: str, width: int) -> list[str]:
-    body = wrap_display(text, width - 7)
-    pad = " " * max(0, 4 - _width(label))
-    return [f"  {label}{pad} {body[0]}"] + [f"       {line}" for line in body[1:]]
-
-
-def render_answer(answer: dict, langs: tuple[str, ...] = ("en", "zh"), colour: bool = False, width: int = 100) -> str:
+def render_answer(answer: dict, langs: tuple[str, ...] = ("en", "zh"), colour: bool = False, width: int = 100,
+                  verbose: bool = False) -> str:
     out: list[str] = []
     line = answer["line"] if len(answer["line"]) <= 300 else answer["line"][:300] + " …"
     out.append(_paint(line, "2", colour))
+    lang0 = langs[0]
     if not answer["known"]:
-        out.append(_paint("  ? unknown: no KB entry explains this line", "35", colour))
+        for lang in langs:
+            summary = (answer.get("summary") or {}).get(lang) or term(lang, "unknown_title")
+            out.append(_paint(f"{INDENT}? {summary}", "35", colour))
         if answer["candidates"]:
             near = ", ".join(f"{c['pattern_id']} ({c['confidence']:.2f})" for c in answer["candidates"])
-            out.append(f"  nearest: {near}")
+            out.append(f"{INDENT}{term(lang0, 'nearest')}{'：' if lang0 == 'zh' else ': '}{near}")
         return "\n".join(out)
     severity = answer["severity"]
-    badge = _paint(f"[{severity}]", SEVERITY_COLOURS.get(severity, "0"), colour)
+    pad = max(display_width(term(lang, key)) for lang in langs for key in ("summary", "action", "explanation"))
     for lang in langs:
-        out.append(f"  {badge} {_paint(answer['title'][lang], '1', colour)}")
-        badge = " " * len(f"[{severity}]")
-    out.append(
-        f"  id {answer['pattern_id']} · {answer['component']} · role {answer['role']} · "
-        f"{answer['tier']} tier · confidence {answer['confidence']:.2f}"
-    )
-    for lang in langs:
-        out += _wrap(LANG_LABELS[lang], answer["explanation"][lang], width)
+        badge = _paint(f"[{severity_name(severity, lang)}]", SEVERITY_COLOURS.get(severity, "0"), colour)
+        out.append(f"{INDENT}{badge} {_paint(answer['title'][lang], '1', colour)}")
+    summary = answer.get("summary")
+    if summary:
+        for lang in langs:
+            if summary[lang] != answer["title"][lang] or verbose:
+                out += _block(term(lang, "summary"), summary[lang], width, pad)
+    if verbose:
+        for lang in langs:
+            out += _block(term(lang, "explanation"), answer["explanation"][lang], width, pad)
     if answer["action"]:
         for lang in langs:
-            out += _wrap("→" if lang == "en" else "→", answer["action"][lang], width)
-    if answer["fields"]:
+            out += _block(term(lang, "action"), answer["action"][lang], width, pad)
+    if verbose and answer["fields"]:
         shown = " ".join(f"{k}={v}" for k, v in answer["fields"].items())
-        out += _wrap("", "fields: " + shown, width)
-    where = source_line(answer.get("source"), langs[0])
+        out += _block(term(lang0, "fields"), shown, width, pad)
+    meta = " · ".join([
+        answer["pattern_id"], answer["component"], term(lang0, f"role.{answer['role']}"),
+        TERMS[lang0].get(f"tier.{answer['tier']}", answer["tier"]),
+        f"{term(lang0, 'confidence')} {answer['confidence']:.2f}",
+    ])
+    out += [f"{INDENT}{l}" for l in wrap_display(meta, width - len(INDENT))]
+    where = source_line(answer.get("source"), lang0)
     if where:
-        out += _wrap("", where, width)
+        out += [f"{INDENT}{l}" for l in wrap_display(where, width - len(INDENT))]
+    if not verbose:
+        out.append(_paint(f"{INDENT}{term(lang0, 'more')}", "2", colour))
     return "\n".join(out)
+

@@ -63,6 +63,7 @@ def test_first_warning_link_jumps_and_expands(page, report):
     assert row.get_attribute("id") == f"L{source}-{line}"
     explanation = tab.locator(".row.hit + .exp")
     explanation.wait_for()
+    explanation.locator("details summary").click()  # the id and the long form are folded
     first = min((s.first, pid) for pid, s in summary.entries.items() if s.severity in ("warning", "error", "fatal"))
     assert first[1] in explanation.inner_text()
     assert "warning" in explanation.inner_text() or "error" in explanation.inner_text()
@@ -72,8 +73,11 @@ def test_rows_expand_inline_and_language_switches(page):
     tab, _ = page
     row = tab.locator(".row.k", has_text=AFFINITY_LINE.split("] ", 1)[1]).first
     row.click()
-    box = tab.locator(".exp", has_text="16-23").first
+    box = row.locator("xpath=following-sibling::div[1]")
     box.wait_for()
+    assert "16-23" not in box.inner_text()  # the explanation is folded under "details" ...
+    box.locator("details summary").click()
+    assert "16-23" in box.inner_text()  # ... and opens on a click
     tab.click("#lang-zh")
     row = tab.locator(".row.k", has_text=AFFINITY_LINE.split("] ", 1)[1]).first
     row.click()

@@ -102,15 +102,17 @@ def card_action(value: dict, open_id: str = "ou_user") -> dict:
 # ---- the exact card, built from the KB entry --------------------------------------------------
 UI = {
     "zh": {"info": "信息", "warning": "警告", "fields": "字段", "action": "建议操作", "confidence": "置信度",
-           "open": "在 explainlog 中打开", "helped": "有帮助", "wrong": "答案有误", "switch": "English"},
+           "open": "在 explainlog 中打开", "helped": "有帮助", "wrong": "答案有误", "switch": "English",
+           "details": "详情"},
     "en": {"info": "info", "warning": "warning", "fields": "Fields", "action": "What to do", "confidence": "confidence",
-           "open": "Open in explainlog", "helped": "This helped", "wrong": "Wrong answer", "switch": "中文"},
+           "open": "Open in explainlog", "helped": "This helped", "wrong": "Wrong answer", "switch": "中文",
+           "details": "Details"},
 }
 EMOJI = {"info": "ℹ️", "warning": "⚠️"}
 COLOUR = {"info": "blue", "warning": "orange"}
 
 
-def expected_card(explainer, line: str, lang: str, answer_id: str, reply_id: str) -> dict:
+def expected_card(explainer, line: str, lang: str, answer_id: str, reply_id: str, details: bool = False) -> dict:
     from urllib.parse import urlencode
 
     answer = explainer.explain(line)
@@ -119,32 +121,40 @@ def expected_card(explainer, line: str, lang: str, answer_id: str, reply_id: str
     shown = line if len(line) <= 300 else line[:299] + "…"
     elements = [
         {"tag": "note", "elements": [{"tag": "plain_text", "content": shown}]},
-        {"tag": "div", "text": {"tag": "plain_text", "content": answer["explanation"][lang]}},
     ]
-    rows = []
-    for name, value in answer["fields"].items():
-        spec = entry.fields[name]
-        decoded = decode_value(spec, value)
-        rows.append(f"• {name} = {value.strip()} — {getattr(spec, lang)}" + (f" → {decoded[0 if lang == 'en' else 1]}" if decoded else ""))
-    if rows:
-        elements += [{"tag": "div", "text": {"tag": "lark_md", "content": f"**{ui['fields']}**"}},
-                     {"tag": "div", "text": {"tag": "plain_text", "content": "\n".join(rows)}}]
+    if answer["summary"][lang] != answer["title"][lang]:  # the header says it already otherwise
+        elements.append({"tag": "div", "text": {"tag": "plain_text", "content": answer["summary"][lang]}})
     if answer["action"]:
         elements += [{"tag": "div", "text": {"tag": "lark_md", "content": f"**{ui['action']}**"}},
                      {"tag": "div", "text": {"tag": "plain_text", "content": answer["action"][lang]}}]
-    if answer["source"]:  # where the line is printed (the sentence itself: test_presentation.py)
-        elements.append({"tag": "note", "elements": [{"tag": "plain_text", "content": source_line(answer["source"], lang)}]})
+    if details:  # the long form, unfolded by the "details" button
+        elements += [{"tag": "div", "text": {"tag": "lark_md", "content": f"**{ui['details']}**"}},
+                     {"tag": "div", "text": {"tag": "plain_text", "content": answer["explanation"][lang]}}]
+        rows = []
+        for name, value in answer["fields"].items():
+            spec = entry.fields[name]
+            decoded = decode_value(spec, value)
+            rows.append(f"• {name} = {value.strip()} — {getattr(spec, lang)}" + (f" → {decoded[0 if lang == 'en' else 1]}" if decoded else ""))
+        if rows:
+            elements += [{"tag": "div", "text": {"tag": "lark_md", "content": f"**{ui['fields']}**"}},
+                         {"tag": "div", "text": {"tag": "plain_text", "content": "\n".join(rows)}}]
+        if answer["source"]:  # where the line is printed (the sentence itself: test_presentation.py)
+            elements.append({"tag": "note", "elements": [{"tag": "plain_text", "content": source_line(answer["source"], lang)}]})
+    buttons = [
+        {"tag": "button", "text": {"tag": "plain_text", "content": ui["helped"]}, "type": "primary",
+         "value": {"action": "feedback", "verdict": "helped", "answer": answer_id}},
+        {"tag": "button", "text": {"tag": "plain_text", "content": ui["wrong"]}, "type": "danger",
+         "value": {"action": "feedback", "verdict": "wrong", "answer": answer_id}},
+    ]
+    if not details:
+        buttons.append({"tag": "button", "text": {"tag": "plain_text", "content": ui["details"]}, "type": "default",
+                        "value": {"action": "details", "answer": answer_id, "reply": reply_id}})
+    buttons.append({"tag": "button", "text": {"tag": "plain_text", "content": ui["open"]}, "type": "default",
+                    "url": WEB + "/#" + urlencode({"q": line})})
     other = "en" if lang == "zh" else "zh"
     elements += [
         {"tag": "note", "elements": [{"tag": "plain_text", "content": f"{ui['confidence']} {answer['confidence']:.2f} · {answer['pattern_id']}"}]},
-        {"tag": "action", "actions": [
-            {"tag": "button", "text": {"tag": "plain_text", "content": ui["helped"]}, "type": "primary",
-             "value": {"action": "feedback", "verdict": "helped", "answer": answer_id}},
-            {"tag": "button", "text": {"tag": "plain_text", "content": ui["wrong"]}, "type": "danger",
-             "value": {"action": "feedback", "verdict": "wrong", "answer": answer_id}},
-            {"tag": "button", "text": {"tag": "plain_text", "content": ui["open"]}, "type": "default",
-             "url": WEB + "/#" + urlencode({"q": line})},
-        ]},
+        {"tag": "action", "actions": buttons},
         {"tag": "action", "actions": [
             {"tag": "button", "text": {"tag": "plain_text", "content": ui["switch"]}, "type": "default",
              "value": {"action": "lang", "lang": other, "reply": reply_id}},
@@ -188,7 +198,6 @@ def test_a_mention_in_a_group_gets_a_chinese_card_in_the_thread(feishu, explaine
     answer_id, reply_id = ids(card)
     assert call.json["uuid"] == reply_id
     assert card == expected_card(explainer, SEED_AFFINITY, "zh", answer_id, reply_id)
-    assert "16-23" in card["elements"][1]["text"]["content"]
     token_call = feishu.fake.recorder.wait_for(lambda c: c.path.endswith("/tenant_access_token/internal"))
     assert json.loads(token_call.body) == {"app_id": "cli_test", "app_secret": APP_SECRET}
 
@@ -262,7 +271,7 @@ def test_language_switch_re_renders_the_same_answer_in_english_and_feedback_is_s
     assert status == 200
     response = json.loads(body)
     assert response == {"card": {"type": "raw", "data": expected_card(explainer, SEED_IB, "en", answer_id, reply_id)}}
-    assert "Relaxed Ordering" in response["card"]["data"]["elements"][1]["text"]["content"]
+    assert response["card"]["data"]["header"]["title"]["content"].endswith(explainer.explain(SEED_IB)["title"]["en"])
     assert feishu.store.language("feishu:ou_user") == "en"
     calls = feishu.explainer.calls
 
@@ -272,6 +281,22 @@ def test_language_switch_re_renders_the_same_answer_in_english_and_feedback_is_s
     assert [(r["user"], r["verdict"], r["platform"], r["line"], r["pattern_id"]) for r in rows] == [
         ("feishu:ou_user", "wrong", "feishu", SEED_IB, "nccl.net.ib_devices")]
     assert feishu.explainer.calls == calls  # buttons never re-explain
+
+
+def test_the_details_button_unfolds_that_answer_in_the_same_card(feishu, explainer):
+    """Issue 22: the card leads with the summary and action; "details" re-renders the card with
+    the explanation, fields and source of that answer, without explaining again."""
+    feishu.send(message_event(SEED_IB))
+    card = json.loads(feishu.reply().json["content"])
+    answer_id, reply_id = ids(card)
+    assert explainer.explain(SEED_IB)["explanation"]["zh"] not in json.dumps(card, ensure_ascii=False)
+    calls = feishu.explainer.calls
+    status, body, _ = feishu.send(card_action({"action": "details", "answer": answer_id, "reply": reply_id}))
+    assert status == 200
+    assert json.loads(body) == {"card": {"type": "raw", "data": expected_card(explainer, SEED_IB, "zh", answer_id, reply_id, details=True)}}
+    assert feishu.explainer.calls == calls
+    status, body, _ = feishu.send(card_action({"action": "details", "answer": "a0", "reply": "gone"}))
+    assert json.loads(body)["toast"]["type"] == "warning"
 
 
 def test_feedback_on_an_unknown_answer_says_it_expired(feishu):

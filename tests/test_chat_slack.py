@@ -120,9 +120,9 @@ def button(stack: SlackStack, action_id: str, value: str, user: str = "U1", rid:
 # ---- the exact Block Kit answer, built from the KB entry -------------------------------------
 UI = {
     "en": {"info": "info", "warning": "warning", "fields": "Fields", "action": "What to do", "confidence": "confidence",
-           "open": "Open in explainlog", "helped": "This helped", "wrong": "Wrong answer"},
+           "open": "Open in explainlog", "helped": "This helped", "wrong": "Wrong answer", "details": "Details"},
     "zh": {"info": "信息", "warning": "警告", "fields": "字段", "action": "建议操作", "confidence": "置信度",
-           "open": "在 explainlog 中打开", "helped": "有帮助", "wrong": "答案有误"},
+           "open": "在 explainlog 中打开", "helped": "有帮助", "wrong": "答案有误", "details": "详情"},
 }
 EMOJI = {"info": ":information_source:", "warning": ":warning:"}
 
@@ -132,23 +132,14 @@ def expected_blocks(explainer, line: str, lang: str, answer_id: str) -> list[dic
     entry = explainer.by_id[answer["pattern_id"]]
     ui = UI[lang]
     shown = line if len(line) <= 300 else line[:299] + "…"  # long lines are clipped in the context block
-    rows = []
-    for name, value in answer["fields"].items():
-        spec = entry.fields[name]
-        decoded = decode_value(spec, value)
-        row = f"• `{name}` `{slack_escape(value.strip())}` — {slack_escape(getattr(spec, lang))}"
-        rows.append(row + (f" → *{slack_escape(decoded[0 if lang == 'en' else 1])}*" if decoded else ""))
     blocks = [
         {"type": "section", "text": {"type": "mrkdwn", "text": f"{EMOJI[answer['severity']]} *{slack_escape(answer['title'][lang])}*  `{ui[answer['severity']]}`"}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": f"`{slack_escape(shown)}`"}]},
-        {"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(answer["explanation"][lang])}},
     ]
-    if rows:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{ui['fields']}*\n" + "\n".join(rows)}})
+    if answer["summary"][lang] != answer["title"][lang]:  # the title says it already otherwise
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(answer["summary"][lang])}})
     if answer["action"]:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{ui['action']}*\n{slack_escape(answer['action'][lang])}"}})
-    if answer["source"]:  # where the line is printed (the sentence itself: test_presentation.py)
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": slack_escape(source_line(answer["source"], lang))}]})
     link = WEB + "/#" + urlencode({"q": line})
     blocks += [
         {"type": "context", "elements": [{"type": "mrkdwn", "text": f"{ui['confidence']} {answer['confidence']:.2f} · `{answer['pattern_id']}` · <{link}|{ui['open']}>"}]},
@@ -157,8 +148,31 @@ def expected_blocks(explainer, line: str, lang: str, answer_id: str) -> list[dic
              "text": {"type": "plain_text", "text": ui["helped"]}, "value": answer_id},
             {"type": "button", "action_id": "explainlog_wrong", "style": "danger",
              "text": {"type": "plain_text", "text": ui["wrong"]}, "value": answer_id},
+            {"type": "button", "action_id": "explainlog_details",
+             "text": {"type": "plain_text", "text": ui["details"]}, "value": answer_id},
         ]},
     ]
+    return blocks
+
+
+def expected_details(explainer, line: str, lang: str) -> list[dict]:
+    """The long form the "details" button sends: title, explanation, fields, source."""
+    answer = explainer.explain(line)
+    entry = explainer.by_id[answer["pattern_id"]]
+    rows = []
+    for name, value in answer["fields"].items():
+        spec = entry.fields[name]
+        decoded = decode_value(spec, value)
+        row = f"• `{name}` `{slack_escape(value.strip())}` — {slack_escape(getattr(spec, lang))}"
+        rows.append(row + (f" → *{slack_escape(decoded[0 if lang == 'en' else 1])}*" if decoded else ""))
+    blocks = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{slack_escape(answer['title'][lang])}*"}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(answer["explanation"][lang])}},
+    ]
+    if rows:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{UI[lang]['fields']}*\n" + "\n".join(rows)}})
+    if answer["source"]:  # where the line is printed (the sentence itself: test_presentation.py)
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": slack_escape(source_line(answer["source"], lang))}]})
     return blocks
 
 
@@ -177,7 +191,6 @@ def test_slash_command_is_acknowledged_at_once_then_answered_in_channel(slack, e
     call = slack.fake.recorder.wait_for(lambda c: c.path == "/response/cmd")
     blocks = call.json["blocks"]
     assert blocks == expected_blocks(explainer, SEED_AFFINITY, "en", answer_id(blocks))
-    assert "16-23" in blocks[2]["text"]["text"]
     assert call.json["response_type"] == "in_channel"
     assert call.json["text"] == "[info] " + explainer.by_id["nccl.init.affinity"].title.en
     assert slack.store.answer(answer_id(blocks))["line"] == SEED_AFFINITY
@@ -240,7 +253,6 @@ def test_mention_with_a_code_block_is_answered_in_the_thread(slack, explainer):
     assert call.json["channel"] == "C1" and call.json["thread_ts"] == "1726000000.000100"
     blocks = call.json["blocks"]
     assert blocks == expected_blocks(explainer, SEED_IB, "en", answer_id(blocks))
-    assert "Relaxed Ordering" in blocks[2]["text"]["text"]
     assert "eth0:10.244.174.137&lt;0&gt;" in blocks[1]["elements"][0]["text"]
 
 
@@ -314,9 +326,26 @@ def test_button_clicks_are_stored_with_the_line_and_the_answer(slack):
     rows = list(slack.store.feedback())
     assert [(r["user"], r["verdict"], r["platform"]) for r in rows] == [("U1", "helped", "slack"), ("U2", "wrong", "slack")]
     assert rows[0]["line"] == SEED_AFFINITY and rows[0]["pattern_id"] == "nccl.init.affinity"
-    assert rows[0]["answer"]["explanation"]["en"] == blocks[2]["text"]["text"]
+    assert rows[0]["answer"]["title"]["en"] in blocks[0]["text"]["text"]
     thanks = slack.fake.recorder.wait_for(lambda c: c.path == "/response/b1").json
     assert thanks == {"text": "Thanks — noted that this helped.", "response_type": "ephemeral", "replace_original": False}
+
+
+def test_the_details_button_sends_the_long_form_to_the_asker(slack, explainer):
+    """Issue 22: the answer leads with the summary and action; the explanation, fields and source
+    come on demand, privately, without explaining the line again."""
+    slack.send(slash(slack, SEED_AFFINITY))
+    blocks = slack.fake.recorder.wait_for(lambda c: c.path == "/response/cmd").json["blocks"]
+    assert not any(explainer.explain(SEED_AFFINITY)["explanation"]["en"] in json.dumps(b) for b in blocks)
+    calls = slack.explainer.calls
+    status, _, _ = slack.send(button(slack, "explainlog_details", answer_id(blocks), rid="d1"))
+    assert status == 200
+    sent = slack.fake.recorder.wait_for(lambda c: c.path == "/response/d1").json
+    assert sent["response_type"] == "ephemeral" and sent["replace_original"] is False
+    assert sent["blocks"] == expected_details(explainer, SEED_AFFINITY, "en")
+    assert slack.explainer.calls == calls
+    status, _, _ = slack.send(button(slack, "explainlog_details", "feedfacefeedface", rid="d2"))
+    assert slack.fake.recorder.wait_for(lambda c: c.path == "/response/d2").json["text"].startswith("That answer is too old")
 
 
 def test_a_click_on_a_forgotten_answer_says_so(slack):

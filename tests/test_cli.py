@@ -81,8 +81,9 @@ def test_readable_output_in_one_language(index_dir):
     result = run_cli(index_dir, ["explain", "--lang", "zh", AFFINITY_LINE])
     text = result.stdout.decode()
     assert result.returncode == 0
-    assert "16-23" in text and "号核" in text
-    assert "EN " not in text
+    assert "[信息]" in text and "（详情：--verbose）" in text and "EN " not in text
+    long = run_cli(index_dir, ["explain", "--lang", "zh", "--verbose", AFFINITY_LINE]).stdout.decode()
+    assert "16-23" in long and "号核" in long and "字段" in long  # the explanation, on demand
 
 
 def test_missing_file_is_a_clear_error(index_dir, tmp_path):

@@ -325,3 +325,45 @@ def test_the_ask_box_and_a_pasted_question_are_answered_from_the_kb(page, server
     # a log line that ends in a question mark is still a log line when the KB knows it
     _explain(page, IB_LINE)
     expect(page.locator(".card").first.locator("h2")).to_have_text(explainer.by_id["nccl.net.ib_devices"].title.en)
+
+
+OOM_FRAGMENTED = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 3 has a total capacity of "
+    "79.15 GiB of which 21.50 MiB is free. Including non-PyTorch memory, this process has 79.12 GiB memory in "
+    "use. Of the allocated memory 70.02 GiB is allocated by PyTorch, and 8.48 GiB is reserved by PyTorch but "
+    "unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF="
+    "expandable_segments:True to avoid fragmentation."
+)
+
+
+@pytest.mark.parametrize("viewport,name", [((1280, 800), "desktop"), ((390, 844), "phone")])
+def test_a_card_says_the_verdict_first_and_folds_the_details(browser, server, viewport, name):
+    """Issue 22: the summary (here the OOM verdict) comes first, the long form is folded, a
+    known line's card fits in one 1280x800 screen, and the field table stays readable."""
+    width, height = viewport
+    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=name == "phone")
+    page = context.new_page()
+    page.goto(server.url + "/")
+    page.get_by_label("Log lines").fill(OOM_FRAGMENTED)
+    page.get_by_role("button", name="Explain").click()
+    card = page.locator(".card").first
+    expect(card.locator(".summary")).to_contain_text("Fragmentation: 8.48 GiB")
+    details = card.locator("details.more")
+    expect(details).not_to_have_attribute("open", "")
+    expect(card.locator(".explanation")).to_be_hidden()
+    if name == "desktop":
+        box = card.bounding_box()
+        assert box is not None and box["height"] <= height, box
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"http-card-{name}-folded.png"), full_page=True)
+    details.locator("summary").click()
+    expect(card.locator(".explanation")).to_be_visible()
+    expect(card.locator(".fields dd").first).not_to_be_empty()
+    # every meaning gets a readable column, however long the values beside it
+    widths = card.locator(".fields dd").evaluate_all("els => els.map(e => e.getBoundingClientRect().width)")
+    assert widths and min(widths) >= (300 if name == "desktop" else 250), widths
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.screenshot(path=str(ARTIFACTS / f"http-card-{name}-open.png"), full_page=True)
+    page.get_by_role("button", name="中文").click()
+    expect(card.locator(".summary")).to_contain_text("碎片化")
+    context.close()

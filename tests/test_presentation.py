@@ -34,3 +34,40 @@ def test_a_curated_answer_names_the_format_that_prints_its_line(explainer):
     assert not compile_pattern(first.pattern).search(normalize_line(line).message)
     shown = explainer.kb.record_for(answer["source"]["record"], [])
     assert compile_pattern(shown.pattern).search(normalize_line(line).message)
+
+
+def test_every_front_end_uses_the_same_terms():
+    """Issue 18: the page's script, the batch report and the chat labels say the same thing the
+    same way as ``service.presentation.TERMS`` (severity names, unknown, action, fields, details,
+    confidence, tiers, roles)."""
+    import re
+    from pathlib import Path
+
+    from service.chat.labels import LABELS
+    from service.presentation import TERMS
+
+    root = Path(__file__).resolve().parent.parent / "service"
+    page = (root / "http" / "static" / "common.js").read_text(encoding="utf-8")
+    report = (root / "batch" / "report.js").read_text(encoding="utf-8")
+    for lang in ("en", "zh"):
+        terms = TERMS[lang]
+        for key in ("fatal", "error", "warning", "info", "unknown", "action", "details", "confidence", "nearest"):
+            assert LABELS[lang][key] == terms[key], (lang, key)
+        assert LABELS[lang]["fields"] == terms["fields"] and LABELS[lang]["unknown_title"] == terms["unknown_title"]
+        block = page.split(f"  {lang}: {{", 1)[1].split("\n  },", 1)[0]
+        for key in ("unknown", "unknown_title", "action", "fields", "details", "nearest", "confidence"):
+            assert re.search(rf'\b{key}: "{re.escape(terms[key])}"', block), (lang, key)
+        for sev in ("info", "warning", "error", "fatal"):
+            assert f'{sev}: "{terms[sev]}"' in block and f'{sev}: "{terms[sev]}"' in report, (lang, sev)
+        for tier in ("regex", "catalog", "semantic"):
+            assert f'{tier}: "{terms["tier." + tier]}"' in block and f'{tier}: "{terms["tier." + tier]}"' in report
+        for role in ("context", "progress", "advice", "root_cause", "cascade", "wrapper"):
+            assert f'{role}: "{terms["role." + role]}"' in report, (lang, role)
+            assert f'{role}: "{terms["role." + role]}"' in block, (lang, role)
+
+
+def test_severity_order_lives_in_one_place():
+    from service.batch import options, summary
+    from service.presentation import SEVERITY_RANK
+
+    assert options.SEVERITY_RANK is SEVERITY_RANK and summary.SEVERITY_RANK is SEVERITY_RANK

@@ -14,3 +14,34 @@ def test_chinese_wraps_by_display_width():
 def test_english_breaks_only_at_spaces():
     lines = wrap_display("alpha beta gamma delta epsilon", 12)
     assert lines == ["alpha beta", "gamma delta", "epsilon"]
+
+
+def test_no_closing_punctuation_starts_a_line_and_no_opening_one_ends_it():
+    """The Chinese line-breaking rules, on every KB zh text at several widths: no line starts
+    with ，。；：、）” and the like, none ends with （“, no Latin word or number is split, and
+    nothing is lost."""
+    import random
+    import re
+
+    from indexer.kb_loader import load_kb
+    from service.presentation import NO_LINE_END, NO_LINE_START
+
+    kb = load_kb("kb")
+    texts = [t.zh for l in kb.entries for t in (l.entry.explanation, l.entry.action) if t is not None]
+    rng = random.Random(7)
+    for text in rng.sample(texts, 150):
+        words = set(re.findall(r"[A-Za-z0-9_]+", text))
+        for width in (24, 41, 60, 93):
+            lines = wrap_display(text, width)
+            assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+            for i, line in enumerate(lines):
+                assert i == 0 or line[0] not in NO_LINE_START, (width, lines[i - 1], line)
+                assert i == len(lines) - 1 or line[-1] not in NO_LINE_END, (width, line)
+                if i:  # a Latin word or number split across two lines would re-form here
+                    tail = re.search(r"[A-Za-z0-9_]+$", lines[i - 1])
+                    head = re.match(r"[A-Za-z0-9_]+", line)
+                    if tail and head:
+                        assert tail.group(0) + head.group(0) not in words, (lines[i - 1], line)
+            long_words = [w for w in words if _width(w) > width]
+            assert all(_width(l) <= width for l in lines) or long_words or any(
+                l[-1] in NO_LINE_START for l in lines)

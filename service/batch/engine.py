@@ -44,13 +44,14 @@ from service.batch.re_twin import python_twin
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
 from service.explainer import CONTRACT_KEYS  # one contract for every front-end
+from service.presentation import SEVERITY_RANK
 
 _SET_OPTIONS = re2.Options()
 _SET_OPTIONS.max_mem = 1 << 30  # the whole KB and catalogue in one set (a budget, not an allocation)
 _SET_OPTIONS.log_errors = False
 
 _HEAD_KEYS = CONTRACT_KEYS[1:CONTRACT_KEYS.index("fields")]  # known .. action: between "line" and "fields"
-_RANK = {"info": 0, "warning": 1, "error": 2, "fatal": 3}
+_RANK = SEVERITY_RANK
 _DIGIT = re.compile(r"\d")
 _STR_SHAPE = str.maketrans("123456789", "000000000")
 # Cache bounds: each cache is simply cleared when full (cheap, and a training log's working set

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from service.presentation import SEVERITY_RANK  # one order for every front-end
 
 FORMATS = ("jsonl", "commented", "html", "summary")
-SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2, "fatal": 3}
 
 
 @dataclass(frozen=True)

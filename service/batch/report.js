@@ -10,14 +10,22 @@
           problems: "Problems with the input", count: "Count", first: "First", last: "Last", entry: "Entry", template: "Template",
           only: "explained lines only", component: "component", all: "all", page: "page", of: "of", prev: "‹ prev", next: "next ›",
           interrupted: "Interrupted: this report covers only the lines read before the run was stopped.",
-          action: "What to do", none: "none", shown: "lines shown", root_cause: "Root cause",
+          action: "What to do", none: "none", root_cause: "Root cause", details: "Details", colon: ": ",
+          pageinfo: (p, n, shown) => `page ${p} of ${n} · ${shown} lines shown`,
+          sev: { fatal: "fatal", error: "error", warning: "warning", info: "info", unknown: "unknown" },
+          role: { context: "context", progress: "progress", advice: "advice", root_cause: "root cause", cascade: "knock-on error", wrapper: "wrapper" },
+          tier: { regex: "exact match", catalog: "source catalogue", semantic: "similar entry" }, confidence: "confidence",
           cascade: "Cascade (folded)", no_failure: "No failure found in this log", lines_word: "lines", ranks: "ranks" },
-    zh: { lines: "行", explained: "已解释", unknown: "未知", first_error: "第一个错误", first_warning: "第一个警告",
-          entries: "条目（按出现次数）", templates: "无人解释的行（按模板频率）", components: "按组件",
+    zh: { lines: "行", explained: "已解释", unknown: "未收录", first_error: "首个错误", first_warning: "首个警告",
+          entries: "条目（按出现次数）", templates: "未能解释的行（按模板出现次数）", components: "按组件",
           problems: "输入问题", count: "次数", first: "首次", last: "末次", entry: "条目", template: "模板",
           only: "只看已解释的行", component: "组件", all: "全部", page: "页", of: "/", prev: "‹ 上一页", next: "下一页 ›",
           interrupted: "运行被中断：本报告只包含中断前读到的行。",
-          action: "建议", none: "无", shown: "行显示", root_cause: "根因",
+          action: "建议操作", none: "无", root_cause: "根因", details: "详情", colon: "：",
+          pageinfo: (p, n, shown) => `第 ${p}/${n} 页 · 显示 ${shown} 行`,
+          sev: { fatal: "致命", error: "错误", warning: "警告", info: "信息", unknown: "未收录" },
+          role: { context: "背景", progress: "进度", advice: "建议", root_cause: "根因", cascade: "连带报错", wrapper: "包装信息" },
+          tier: { regex: "精确匹配", catalog: "源码目录", semantic: "语义相似" }, confidence: "置信度",
           cascade: "连带报错（已折叠）", no_failure: "日志中没有发现故障", lines_word: "行", ranks: "rank" },
   };
   const SEVERITIES = ["fatal", "error", "warning", "info", "unknown"];
@@ -59,10 +67,10 @@
       `<span><b>${s.unknown_lines.toLocaleString()}</b> ${t("unknown")}</span></div>`;
     h += `<div class="stats">` + SEVERITIES.map((v) => {
       const n = v === "unknown" ? s.unknown_lines : s.severity_counts[v] || 0;
-      return `<span><span class="badge ${v}">${v}</span> ${n.toLocaleString()}</span>`;
+      return `<span><span class="badge ${v}">${t("sev")[v]}</span> ${n.toLocaleString()}</span>`;
     }).join("") + `</div>`;
-    h += `<div class="stats"><span>${t("first_error")}: <span id="first-error">${s.first_error ? anchor(firstOf("error")) : "-"}</span></span>` +
-      `<span>${t("first_warning")}: <span id="first-warning">${s.first_warning ? anchor(firstOf("warning")) : "-"}</span></span></div>`;
+    h += `<div class="stats"><span>${t("first_error")}${t("colon")}<span id="first-error">${s.first_error ? anchor(firstOf("error")) : "-"}</span></span>` +
+      `<span>${t("first_warning")}${t("colon")}<span id="first-warning">${s.first_warning ? anchor(firstOf("warning")) : "-"}</span></span></div>`;
     const problems = s.problems.map((p) => `${p.file}${p.line ? ":" + p.line : ""}: ${p.message}`)
       .concat(s.notes.map(([src, kind, count, ln]) => `${files[src]}:${ln}: ${count} × ${kind}`));
     if (problems.length) h += `<details open><summary>${t("problems")} (${problems.length})</summary><ul>` +
@@ -122,7 +130,7 @@
     const comps = Object.keys(summary.component_counts);
     document.getElementById("controls").innerHTML =
       SEVERITIES.map((v) => `<label><input type="checkbox" class="sev" value="${v}" ${filter.sev.has(v) ? "checked" : ""}>` +
-        `<span class="badge ${v}">${v}</span></label>`).join("") +
+        `<span class="badge ${v}">${t("sev")[v]}</span></label>`).join("") +
       `<label>${t("component")} <select id="component"><option value="">${t("all")}</option>` +
       comps.map((c) => `<option ${filter.component === c ? "selected" : ""}>${esc(c)}</option>`).join("") + `</select></label>` +
       `<label><input type="checkbox" id="only" ${filter.only ? "checked" : ""}> ${t("only")}</label>` +
@@ -137,7 +145,7 @@
     document.getElementById("lang-en").onclick = () => setLang("en");
     document.getElementById("lang-zh").onclick = () => setLang("zh");
   }
-  function setLang(l) { lang = l; document.documentElement.lang = l; renderSummary(); renderControls(); renderPage(); }
+  function setLang(l) { lang = l; document.documentElement.lang = l === "zh" ? "zh-CN" : l; renderSummary(); renderControls(); renderPage(); }
 
   function applyFilter() {
     const out = [];
@@ -150,11 +158,15 @@
     view = out; page = 0; renderPage();
   }
 
+  // what the line means here (summary) and what to do first; the explanation is folded
   function explanation(a) {
-    return `<div class="exp"><b>${esc(a.title[lang])}</b> <span class="badge ${a.severity}">${a.severity}</span>` +
-      `<div>${esc(a.explanation[lang])}</div>` + (a.action ? `<div class="act">→ ${esc(a.action[lang])}</div>` : "") +
-      `<div class="meta">${esc(a.pattern_id)} · ${esc(a.component)} · ${esc(a.role)} · ${esc(a.tier)} · ${a.confidence}</div>` +
-      (a.source && a.source.repo ? `<div class="meta">${esc(sourceLine(a.source))}</div>` : "") + `</div>`;
+    const summary = a.summary && a.summary[lang] !== a.title[lang] ? `<div class="sum">${esc(a.summary[lang])}</div>` : "";
+    return `<div class="exp"><b>${esc(a.title[lang])}</b> <span class="badge ${a.severity}">${t("sev")[a.severity]}</span>` +
+      summary + (a.action ? `<div class="act"><b>${t("action")}${t("colon")}</b>${esc(a.action[lang])}</div>` : "") +
+      `<details><summary>${t("details")}</summary><div>${esc(a.explanation[lang])}</div>` +
+      `<div class="meta">${esc(a.pattern_id)} · ${esc(a.component)} · ${esc(t("role")[a.role] || a.role)} · ` +
+      `${esc(t("tier")[a.tier] || a.tier)} · ${t("confidence")} ${a.confidence}</div>` +
+      (a.source && a.source.repo ? `<div class="meta">${esc(sourceLine(a.source))}</div>` : "") + `</details></div>`;
   }
 
   // the same sentence as service/presentation.py
@@ -170,8 +182,7 @@
     const main = document.getElementById("log");
     const start = page * PAGE, end = Math.min(view.length, start + PAGE);
     const pages = Math.max(1, Math.ceil(view.length / PAGE));
-    document.getElementById("pageinfo").textContent =
-      `${t("page")} ${page + 1} ${t("of")} ${pages} · ${view.length.toLocaleString()} ${t("shown")}`;
+    document.getElementById("pageinfo").textContent = t("pageinfo")(page + 1, pages, view.length.toLocaleString());
     let h = "";
     for (let k = start; k < end; k++) {
       const i = view[k];

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from service.batch.problems import Problem
+from service.presentation import SEVERITY_RANK  # one order for every front-end
 
 MAX_TEMPLATES = 5000
 SEVERITIES = ("fatal", "error", "warning", "info")
-SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2, "fatal": 3}
 
 Location = tuple[int, int]  # (source index, 1-based line)
 

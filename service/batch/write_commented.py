@@ -10,6 +10,7 @@ one is flushed and its rest is announced as a continuation, so memory stays boun
 from __future__ import annotations
 
 import functools
+import re
 import io
 import textwrap
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable
 import orjson
 
 from service.batch.engine import Annotated, Answer
-from service.presentation import source_line
+from service.presentation import severity_name, source_line, wrap_display
 from service.batch.options import Options
 from service.batch.problems import Problem
 from service.batch.summary import Summary
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 RUN_BYTES = 8 << 20
 WIDTH = 100
 COMMENT_CACHE_LIMIT = 50_000  # rendered comments kept per process (``_COMMENTS``)
+
+
+_CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 
 
 def wrap(text: str, width: int = WIDTH) -> list[str]:
@@ -89,18 +93,23 @@ def _chunk_start(text: str, at: int, floor: int) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _wrapped(prefix: str, text: str) -> tuple[str, ...]:
-    # Chinese has no spaces; textwrap still breaks long runs, which reads fine in a comment.
-    # Cached: answers of one entry whose explanation varies by line mostly share the title
-    # and action, and wrapping is most of this writer's time.
-    return tuple(f"# {prefix}{line}" for line in wrap(text)) or (f"# {prefix}",)
+    # Chinese goes through the shared CJK-aware wrapper (display width, no closing punctuation
+    # at a line start); the rest through the fast greedy twin of textwrap. Cached: answers of
+    # one entry mostly share the title and action, and wrapping is most of this writer's time.
+    lines = wrap_display(text, WIDTH) if _CJK.search(text) else wrap(text)
+    return tuple(f"# {prefix}{line}" for line in lines) or (f"# {prefix}",)
 
 
 def comment_lines(data: dict, langs: tuple[str, ...]) -> list[str]:
-    """The explanation of one answer as comment lines (without the run count)."""
-    lines = [f"# [{data['severity']}] {data['pattern_id']}"]
+    """One answer as comment lines (without the run count): severity and id, then per language
+    the title, the summary (what the line means here, when it says more than the title) and
+    the action. The full explanation is the html report's (and ``jsonl``'s)."""
+    lines = [f"# [{severity_name(data['severity'], langs[0])}] {data['pattern_id']}"]
     for lang in langs:
         lines += _wrapped("", data["title"][lang])
-        lines += _wrapped("  ", data["explanation"][lang])
+        summary = (data.get("summary") or {}).get(lang)
+        if summary and summary != data["title"][lang]:
+            lines += _wrapped("  ", summary)
         if data["action"]:
             lines += _wrapped("  → ", data["action"][lang])
     where = source_line(data.get("source"), langs[0])

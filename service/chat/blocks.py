@@ -19,6 +19,7 @@ SEVERITY_EMOJI = {
     "info": ":information_source:", "unknown": ":grey_question:",
 }
 FEEDBACK_ACTIONS = {"helped": "explainlog_helped", "wrong": "explainlog_wrong"}
+DETAILS_ACTION = "explainlog_details"  # the long form of one answer, on demand
 DETAILED = 3
 TEXT_LIMIT = 2900
 LINE_CHARS = 300
@@ -47,16 +48,16 @@ def _context(text: str) -> dict:
 
 
 def feedback_buttons(group: Group, lang: str) -> dict:
-    return {
-        "type": "actions",
-        "block_id": f"feedback_{group.id}",
-        "elements": [
-            {"type": "button", "action_id": FEEDBACK_ACTIONS["helped"], "style": "primary",
-             "text": {"type": "plain_text", "text": label(lang, "helped")}, "value": group.id},
-            {"type": "button", "action_id": FEEDBACK_ACTIONS["wrong"], "style": "danger",
-             "text": {"type": "plain_text", "text": label(lang, "wrong")}, "value": group.id},
-        ],
-    }
+    elements = [
+        {"type": "button", "action_id": FEEDBACK_ACTIONS["helped"], "style": "primary",
+         "text": {"type": "plain_text", "text": label(lang, "helped")}, "value": group.id},
+        {"type": "button", "action_id": FEEDBACK_ACTIONS["wrong"], "style": "danger",
+         "text": {"type": "plain_text", "text": label(lang, "wrong")}, "value": group.id},
+    ]
+    if group.answer["known"]:
+        elements.append({"type": "button", "action_id": DETAILS_ACTION,
+                         "text": {"type": "plain_text", "text": label(lang, "details")}, "value": group.id})
+    return {"type": "actions", "block_id": f"feedback_{group.id}", "elements": elements}
 
 
 def _line_context(group: Group, lang: str) -> dict:
@@ -77,11 +78,28 @@ def _footer(answerer: Answerer, answer: dict, lang: str) -> dict:
 
 
 def known_blocks(answerer: Answerer, group: Group, lang: str) -> list[dict]:
+    """What the line means here (the summary), then what to do; the explanation, fields and
+    source come with the "details" button (``details_blocks``)."""
     answer = group.answer
     severity = answer["severity"]
     blocks = [
         _section(f"{SEVERITY_EMOJI[severity]} *{escape(answer['title'][lang])}*  `{label(lang, severity)}`"),
         _line_context(group, lang),
+    ]
+    if answer["summary"][lang] != answer["title"][lang]:  # the title says it already otherwise
+        blocks.append(_section(escape(answer["summary"][lang])))
+    if answer["action"]:
+        blocks.append(_section(f"*{label(lang, 'action')}*\n{escape(answer['action'][lang])}"))
+    blocks.append(_footer(answerer, answer, lang))
+    blocks.append(feedback_buttons(group, lang))
+    return blocks
+
+
+def details_blocks(answerer: Answerer, answer: dict, lang: str) -> list[dict]:
+    """The long form of one known answer: title, explanation, fields with their meanings, and
+    where the message is printed."""
+    blocks = [
+        _section(f"*{escape(answer['title'][lang])}*"),
         _section(escape(answer["explanation"][lang])),
     ]
     notes = answerer.field_notes(answer, lang)
@@ -92,14 +110,10 @@ def known_blocks(answerer: Answerer, group: Group, lang: str) -> list[dict]:
             if note.decoded:
                 row += f" → *{escape(note.decoded)}*"
             rows.append(row)
-        blocks.append(_section(f"*{label(lang, 'fields')}*\n" + "\n".join(rows)))
-    if answer["action"]:
-        blocks.append(_section(f"*{label(lang, 'action')}*\n{escape(answer['action'][lang])}"))
+        blocks.append(_section(_listing(f"*{label(lang, 'fields')}*", rows)))
     where = source_line(answer.get("source"), lang)
     if where:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escape(where)}]})
-    blocks.append(_footer(answerer, answer, lang))
-    blocks.append(feedback_buttons(group, lang))
     return blocks
 
 

@@ -4,7 +4,8 @@ Text that comes from a log line or the KB is always ``plain_text``: ``lark_md`` 
 ``*``, ``_`` and ``<...>`` common in log lines as markup. Buttons carry small JSON values that
 the card-action callback (``feishu.py``) routes on: ``feedback`` with the stored answer id, and
 ``lang`` with the stored reply id, so switching language re-renders the card that was shown
-without explaining anything again. A triaged paste (more than three lines) has the root cause in
+without explaining anything again, and ``details`` re-renders it with one answer's long form
+(explanation, fields, source) unfolded. A triaged paste (more than three lines) has the root cause in
 the header, its line, why and action first, and the cascade folded into one section.
 """
 
@@ -49,8 +50,26 @@ def _title(group: Group, lang: str) -> str:
     return f"{SEVERITY_EMOJI[group.severity]} [{label(lang, group.severity)}] {title}"
 
 
-def group_elements(answerer: Answerer, group: Group, lang: str, with_title: bool) -> list[dict]:
-    """One answer's body: line, explanation, fields, action, footer, feedback buttons."""
+def detail_elements(answerer: Answerer, answer: dict, lang: str) -> list[dict]:
+    """The long form of a known answer: explanation, fields with meanings, where it is printed."""
+    elements = [_bold(label(lang, "details")), _plain(answer["explanation"][lang])]
+    notes = answerer.field_notes(answer, lang)
+    if notes:
+        elements.append(_bold(label(lang, "fields")))
+        elements.append(_plain("\n".join(
+            f"• {n.name} = {_clip(n.value, 120)} — {n.meaning}" + (f" → {n.decoded}" if n.decoded else "")
+            for n in notes
+        )))
+    where = source_line(answer.get("source"), lang)
+    if where:
+        elements.append(_note(where))
+    return elements
+
+
+def group_elements(answerer: Answerer, group: Group, lang: str, with_title: bool, reply_id: str | None = None,
+                   expanded: frozenset = frozenset()) -> list[dict]:
+    """One answer's body: line, summary, action (the details when ``expanded`` holds its id),
+    footer, buttons."""
     answer = group.answer
     elements: list[dict] = [_plain(_title(group, lang))] if with_title else []
     line = _clip(answer["line"])
@@ -58,20 +77,14 @@ def group_elements(answerer: Answerer, group: Group, lang: str, with_title: bool
         line += "\n" + label(lang, "more_like", n=group.count - 1)
     elements.append(_note(line))
     if answer["known"]:
-        elements.append(_plain(answer["explanation"][lang]))
-        notes = answerer.field_notes(answer, lang)
-        if notes:
-            elements.append(_bold(label(lang, "fields")))
-            elements.append(_plain("\n".join(
-                f"• {n.name} = {_clip(n.value, 120)} — {n.meaning}" + (f" → {n.decoded}" if n.decoded else "")
-                for n in notes
-            )))
+        # what the line means here, then what to do; the long form comes with "details"
+        if answer["summary"][lang] != answer["title"][lang]:  # the title says it already otherwise
+            elements.append(_plain(answer["summary"][lang]))
         if answer["action"]:
             elements.append(_bold(label(lang, "action")))
             elements.append(_plain(answer["action"][lang]))
-        where = source_line(answer.get("source"), lang)
-        if where:
-            elements.append(_note(where))
+        if group.id in expanded:
+            elements += detail_elements(answerer, answer, lang)
     else:
         elements.append(_plain(label(lang, "unknown_body")))
         nearest = answerer.nearest(answer, lang)
@@ -86,6 +99,8 @@ def group_elements(answerer: Answerer, group: Group, lang: str, with_title: bool
         _button(label(lang, "helped"), {"action": "feedback", "verdict": "helped", "answer": group.id}, "primary"),
         _button(label(lang, "wrong"), {"action": "feedback", "verdict": "wrong", "answer": group.id}, "danger"),
     ]
+    if answer["known"] and group.id not in expanded and reply_id:
+        actions.append(_button(label(lang, "details"), {"action": "details", "answer": group.id, "reply": reply_id}))
     link = answerer.link(answer)
     if link:
         actions.append({"tag": "button", "text": {"tag": "plain_text", "content": label(lang, "open")},
@@ -120,14 +135,15 @@ def triage_elements(reply: Reply, lang: str) -> list[dict]:
     return elements + [{"tag": "hr"}]
 
 
-def reply_card(answerer: Answerer, reply: Reply, lang: str) -> dict:
-    """The whole card. Its last row switches the card to the other language."""
+def reply_card(answerer: Answerer, reply: Reply, lang: str, expanded: frozenset = frozenset()) -> dict:
+    """The whole card. Its last row switches the card to the other language; ``expanded``: the
+    answers whose details were asked for."""
     other = "en" if lang == "zh" else "zh"
     first = reply.groups[0]
     colour = HEADER_COLOUR[first.severity]
     if reply.total == 1 and len(reply.groups) == 1:
         title = _title(first, lang)
-        elements = group_elements(answerer, first, lang, with_title=False)
+        elements = group_elements(answerer, first, lang, with_title=False, reply_id=reply.id, expanded=expanded)
     else:
         title = label(lang, "summary", total=reply.total, distinct=len(reply.groups),
                       counts=severity_counts_text(reply.severity_counts(), lang))
@@ -139,7 +155,7 @@ def reply_card(answerer: Answerer, reply: Reply, lang: str) -> dict:
             title = "🎯 " + label(lang, "root_cause", title=(root.get("title") or {}).get(lang) or root["line"])
             colour = "red"
         for group in reply.groups[:DETAILED]:
-            elements += group_elements(answerer, group, lang, with_title=True)
+            elements += group_elements(answerer, group, lang, with_title=True, reply_id=reply.id, expanded=expanded)
             elements.append({"tag": "hr"})
         rest = reply.groups[DETAILED:]
         if rest:

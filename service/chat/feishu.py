@@ -227,6 +227,13 @@ class FeishuBot:
                 return _toast("warning", label(value["lang"], "expired"))
             return P2CardActionTriggerResponse({"card": {"type": "raw", "data": reply_card(self.answerer, reply, value["lang"])}})
         lang = self.answerer.store.language(user) or DEFAULT_LANG
+        if kind == "details":
+            try:
+                reply = self.answerer.reload(str(value.get("reply")))
+            except UnknownAnswer:
+                return _toast("warning", label(lang, "expired"))
+            card = reply_card(self.answerer, reply, lang, expanded=frozenset([str(value.get("answer"))]))
+            return P2CardActionTriggerResponse({"card": {"type": "raw", "data": card}})
         if kind == "feedback":
             try:
                 self.answerer.store.record_feedback(str(value.get("answer")), str(value.get("verdict")), user, "feishu")

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from service.chat.answers import Answerer
-from service.chat.blocks import FEEDBACK_ACTIONS, fallback_text, question_blocks, question_text, reply_blocks
+from service.chat.blocks import DETAILS_ACTION, FEEDBACK_ACTIONS, details_blocks, fallback_text, question_blocks, question_text, reply_blocks
 from service.chat.config import SlackSettings
 from service.chat.guard import BodyTooLarge, ReplayGuard, read_body
 from service.chat.labels import label
@@ -42,6 +42,7 @@ log = logging.getLogger("explainlog.chat.slack")
 
 # Context keys the ack step leaves for its lazy step (bolt copies them to the lazy request).
 GO, LANG, REFUSAL, THANKS = "explainlog_go", "explainlog_lang", "explainlog_refusal", "explainlog_thanks"
+DETAILS = "explainlog_details_answer"
 
 
 class SlackBot:
@@ -58,6 +59,7 @@ class SlackBot:
         app.shortcut(SHORTCUT_CALLBACK_ID)(ack=self.ack_shortcut, lazy=[self.answer_shortcut])
         for verdict, action_id in FEEDBACK_ACTIONS.items():
             app.action(action_id)(ack=self._feedback_ack(verdict), lazy=[self.thank])
+        app.action(DETAILS_ACTION)(ack=self.ack_details, lazy=[self.details])
 
     # ---- shared steps ----------------------------------------------------------------------
     def _request(self, text: str) -> ChatRequest:
@@ -171,6 +173,23 @@ class SlackBot:
 
     def thank(self, respond: Respond, context: BoltContext) -> None:
         respond(text=context[THANKS], response_type="ephemeral", replace_original=False)
+
+    # ---- details button: the long form of one answer, to the one who asked -------------------
+    def ack_details(self, ack: Ack, body: dict, action: dict, context: BoltContext) -> None:
+        user = body["user"]["id"]
+        context[LANG] = self.answerer.store.language(f"slack:{user}") or "en"
+        context[DETAILS] = action.get("value")
+        ack()
+
+    def details(self, respond: Respond, context: BoltContext) -> None:
+        lang = context[LANG]
+        try:
+            answer = self.answerer.store.answer(str(context[DETAILS]))
+        except UnknownAnswer:
+            respond(text=label(lang, "expired"), response_type="ephemeral", replace_original=False)
+            return
+        respond(blocks=details_blocks(self.answerer, answer, lang), text=answer["title"][lang],
+                response_type="ephemeral", replace_original=False)
 
 
 def build_slack_app(settings: SlackSettings, bot: SlackBot, socket_mode: bool = False,

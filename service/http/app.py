@@ -27,7 +27,9 @@ from service.http.state import ServiceState
 DESCRIPTION = """Explains log lines from distributed deep-learning training (NCCL/RCCL, torch.distributed,
 DeepSpeed, ...) in English and Chinese, from a curated knowledge base. Every answer follows the
 explainer's JSON contract: `line, known, confidence, pattern_id, tier, component, severity, role,
-title, explanation, action, fields, context, candidates`."""
+title, summary, verdicts, explanation, action, fields, context, candidates, source`. `summary` is one
+sentence saying what the line means in this run (the first verdict that fired, else the entry's own
+summary or its title); `verdicts` lists the conditions over the line's numbers that fired."""
 
 
 def create_app(source: Explainer | Settings | None = None, settings: Settings | None = None) -> FastAPI:

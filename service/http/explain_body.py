@@ -17,7 +17,7 @@ from service.http.errors import ApiError, LimitExceeded
 from service.http.settings import Settings
 
 Lang = Literal["en", "zh", "both"]
-BILINGUAL_KEYS = ("title", "explanation", "action")
+BILINGUAL_KEYS = ("title", "summary", "explanation", "action")
 
 
 class ExplainRequest(BaseModel):
@@ -26,7 +26,7 @@ class ExplainRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     lines: Optional[list[str]] = Field(default=None, description="log lines, answered one per item, in order")
     text: Optional[str] = Field(default=None, description="a multi-line paste; split on newlines, blank lines skipped")
-    lang: Lang = Field(default="both", description="'en' or 'zh' keeps only that language in title/explanation/action")
+    lang: Lang = Field(default="both", description="'en' or 'zh' keeps only that language in title/summary/verdicts/explanation/action")
 
     @model_validator(mode="after")
     def exactly_one_input(self) -> "ExplainRequest":
@@ -107,10 +107,11 @@ def check_lines(lines: list[str], settings: Settings) -> None:
 
 def in_language(answer: dict, lang: Lang) -> dict:
     """Keep one language in the bilingual fields; the keys and their shape stay the same."""
-    if lang == "both" or not answer["known"]:
+    if lang == "both":
         return answer
     out = dict(answer)
     for key in BILINGUAL_KEYS:
-        if out[key] is not None:
+        if out.get(key) is not None:
             out[key] = {lang: out[key][lang]}
+    out["verdicts"] = [{"when": v["when"], lang: v[lang]} for v in answer.get("verdicts") or []]
     return out

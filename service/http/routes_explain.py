@@ -17,6 +17,8 @@ ANSWER_EXAMPLE = {
     "known": True, "confidence": 0.99, "pattern_id": "nccl.init.affinity", "tier": "regex",
     "component": "nccl", "severity": "info", "role": "context",
     "title": {"en": "NCCL pinned its helper threads near the GPU", "zh": "NCCL 为该 GPU 设置了 CPU 亲和性"},
+    "summary": {"en": "NCCL pinned its helper threads near the GPU", "zh": "NCCL 为该 GPU 设置了 CPU 亲和性"},
+    "verdicts": [],
     "explanation": {"en": "...", "zh": "..."}, "action": None,
     "fields": {"gpu": "2", "mask": "ff0000"}, "context": {"host": "host", "level": "INFO"},
     "candidates": [{"pattern_id": "nccl.init.affinity", "confidence": 0.99}],

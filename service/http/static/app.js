@@ -168,11 +168,15 @@ function knownCard(number, answer, lang) {
       ` · ${answer.component} · ${t("role")[answer.role] || answer.role} · ${t("tier")[answer.tier] || answer.tier}`),
     confidenceBar(answer.confidence),
     el("pre", { class: "line", text: answer.line }),
-    el("p", { class: "explanation", text: answer.explanation[lang] }),
+    // what the line means here first, then what to do; the long form is folded
+    answer.summary ? el("p", { class: "summary", text: answer.summary[lang] }) : null,
     answer.action ? el("div", { class: "action" }, el("h3", { text: t("action") }), el("p", { text: answer.action[lang] })) : null,
-    fieldList(answer, entryPromise, lang),
-    sourceLine(answer.source, lang) ? el("p", { class: "source-line", text: sourceLine(answer.source, lang) }) : null,
-    sourceBox);
+    el("details", { class: "more" },
+      el("summary", { text: t("details") }),
+      el("p", { class: "explanation", text: answer.explanation[lang] }),
+      fieldList(answer, entryPromise, lang),
+      sourceLine(answer.source, lang) ? el("p", { class: "source-line", text: sourceLine(answer.source, lang) }) : null,
+      sourceBox));
 }
 
 function unknownCard(number, answer, lang) {
@@ -186,6 +190,7 @@ function unknownCard(number, answer, lang) {
   }
   return el("li", { class: "card unknown", id: `line-${number}`, tabindex: "-1" },
     el("div", { class: "card-head" }, severityBadge(null), el("h2", { class: "title", text: t("unknown_title") })),
+    answer.summary ? el("p", { class: "summary", text: answer.summary[lang] }) : null,
     el("p", { class: "meta", text: t("line")(number) }),
     el("pre", { class: "line", text: answer.line }),
     el("h3", { text: t("nearest") }),
