@@ -62,7 +62,7 @@ def test_plain_text_body_is_a_paste(client):
 def test_lang_keeps_one_language_with_the_same_shape(client):
     zh = client.post("/v1/explain", json={"lines": [IB_LINE], "lang": "zh"}).json()["answers"][0]
     en = client.get("/v1/explain", params={"line": IB_LINE, "lang": "en"}).json()
-    assert set(zh["title"]) == {"zh"} and set(zh["explanation"]) == {"zh"}
+    assert set(zh["title"]) == {"zh"} and set(zh["explanation"]) == {"zh"} and set(zh["summary"]) == {"zh"}
     assert re.search(r"[\u4e00-\u9fff]", zh["explanation"]["zh"])
     assert set(en["title"]) == {"en"} and tuple(en) == CONTRACT_KEYS
 
@@ -72,6 +72,16 @@ def test_get_explain_requires_a_line(client):
     assert response.status_code == 422
     assert "line" in response.json()["detail"]
     assert client.get("/v1/explain", params={"line": "  "}).status_code == 422
+
+
+def test_errors_are_said_in_chinese_too(client):
+    """Issue 18: every error body carries ``detail_zh`` beside the English ``detail``."""
+    bodies = [client.post("/v1/explain", json={"lines": []}).json(),
+              client.post("/v1/explain", content=b"{not json", headers={"content-type": "application/json"}).json(),
+              client.post("/v1/explain", json={"lines": ["x"], "lang": "fr"}).json(),
+              client.get("/v1/patterns/no.such.entry").json()]
+    for body in bodies:
+        assert body["detail"] and re.search(r"[\u4e00-\u9fff]", body["detail_zh"]), body
 
 
 def test_patterns_list_filters_and_searches_both_languages(client, explainer):

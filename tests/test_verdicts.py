@@ -163,3 +163,14 @@ def test_batch_annotation_gives_each_line_its_own_verdict(explainer, tmp_path):
 def test_unknown_lines_have_a_summary_too(explainer):
     answer = explainer.explain_many(["completely unrelated words here zzz"], semantic=False)[0]
     assert not answer["known"] and answer["summary"]["en"] and answer["summary"]["zh"] and answer["verdicts"] == []
+
+
+def test_every_seed_answer_has_a_summary_in_both_languages(explainer):
+    from batch_helpers import SEED_LOG
+
+    lines = [l for l in SEED_LOG.read_text(encoding="utf-8").splitlines() if l.strip()]
+    for answer in explainer.explain_many(lines, semantic=False):
+        summary = answer["summary"]
+        assert summary["en"].strip() and summary["zh"].strip(), answer["line"]
+        assert len(summary["en"]) <= 140 and len(summary["zh"]) <= 140
+        assert "<" not in summary["en"] or answer["line"].count("<"), summary  # no unfilled placeholder

@@ -176,16 +176,20 @@ def run_partition(partition: Partition, first_line: int, config: Config, options
     return payloads, summary
 
 
+BILINGUAL = ("title", "summary", "explanation", "action")  # {en, zh} keys: two columns each
+
+
 def flat_record(record: dict) -> dict:
     """A contract record with nested values flattened to columns (for dataframes/Parquet)."""
     flat = {"file": record["file"], "line_number": record["line_number"]}
     for key in CONTRACT_KEYS:
         value = record.get(key)
-        if key in ("title", "explanation", "action"):
+        if key in BILINGUAL:
             flat[f"{key}_en"] = value["en"] if value else None
             flat[f"{key}_zh"] = value["zh"] if value else None
-        elif key in ("fields", "context", "candidates"):
-            flat[key] = orjson.dumps(value if value is not None else ({} if key != "candidates" else [])).decode()
+        elif key in ("fields", "context", "candidates", "verdicts"):
+            empty: object = [] if key in ("candidates", "verdicts") else {}
+            flat[key] = orjson.dumps(value if value is not None else empty).decode()
         elif key == "source":
             flat[key] = orjson.dumps(value).decode() if value is not None else None
         else:
@@ -206,7 +210,7 @@ def _frame(records: list[dict]):
 
 _COLUMNS = ["file", "line_number"] + [
     c for key in CONTRACT_KEYS
-    for c in ((f"{key}_en", f"{key}_zh") if key in ("title", "explanation", "action") else (key,))
+    for c in ((f"{key}_en", f"{key}_zh") if key in BILINGUAL else (key,))
 ]
 
 

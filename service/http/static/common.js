@@ -126,7 +126,8 @@ export function setupLanguageSwitch(onChange) {
 
 export class ApiError extends Error {
   constructor(status, body) {
-    super((body && body.detail) || `HTTP ${status}`);
+    // a Chinese reader gets the service's Chinese sentence for the same error
+    super((body && currentLang() === "zh" && body.detail_zh) || (body && body.detail) || `HTTP ${status}`);
     this.status = status;
     this.body = body;
   }
