@@ -17,7 +17,7 @@ from indexer.kb_loader import Finding, KnowledgeBase, LoadedEntry, load_kb
 from indexer.normalize import normalize_line
 from indexer.patterns import PatternSet, compile_pattern
 from indexer.schema import Severity
-from indexer.texts import DECODED_SUFFIX, available_placeholders, placeholders
+from indexer.texts import OPTIONAL, available_placeholders, placeholders
 
 
 @dataclass
@@ -274,7 +274,6 @@ def check_versions_from_formats(ctx: CheckContext) -> Iterator[Finding]:
 
 # Authoring notes that must not reach a reader (an answer is shown to users as it renders).
 AUTHORING_NOTE = re.compile(r"\b(?:empty if none|empty when|TODO|FIXME|TBD)\b|\?\?\?", re.I)
-LEFTOVER = re.compile(r"<(\w+)>")
 SUMMARY_CHARS = 140
 
 
@@ -357,8 +356,9 @@ def check_rendered(ctx: CheckContext) -> Iterator[Finding]:
             values = field_values(entry, fields)
             extra, hits = verdict_values(entry, fields)
             values.update({k: (v, v) for k, v in extra.items()})
+            summary = summary_text(entry, hits, set(fields) | set(extra))
             shown = {
-                "title": entry.title, "summary": summary_text(entry, hits, set(fields) | set(extra)),
+                "title": entry.title, **({"summary": summary} if summary is not entry.title else {}),
                 "explanation": entry.explanation, "action": entry.action,
                 **{f"verdicts[{i}]": entry.verdicts[i] for i in hits},
             }
@@ -368,8 +368,8 @@ def check_rendered(ctx: CheckContext) -> Iterator[Finding]:
                     continue
                 for lang in ("en", "zh"):
                     body = filled[lang]
-                    left = sorted({m for m in LEFTOVER.findall(body)
-                                   if m in groups or m.removesuffix(DECODED_SUFFIX) in groups or m in entry.compute})
+                    # a placeholder outside any [[optional]] segment whose value this line lacks
+                    left = sorted(placeholders(OPTIONAL.sub("", getattr(text, lang))) - set(values))
                     note = AUTHORING_NOTE.search(body)
                     problem = None
                     if left:

@@ -41,8 +41,14 @@ _MISSING_SPACE = re.compile(rf"[{HAN}](?=[A-Za-z0-9])|[A-Za-z0-9](?=[{HAN}])")
 _PLACEHOLDER_TOUCH = re.compile(rf"[{HAN}](?=\{{(\w+)\}})|\{{(\w+)\}}(?=[{HAN}])")
 _SPACE_AFTER = re.compile(r"[，。；：、（“！？][ \t]+")
 _SPACE_BEFORE = re.compile(r"[ \t]+[，。；：、）”！？]")
-_ASCII_PUNCT = re.compile(rf"(?<=[{HAN}])[,;]|[,;](?=\s*[{HAN}])|(?<=[{HAN}]):(?=\s*[{HAN}])")
-_ASCII_PARENS = re.compile(rf"\([^()]*[{HAN}][^()]*\)")
+# Sentence punctuation only: "文件:行号" and "时:分:秒" are notations, a colon with a space
+# after it is punctuation; parentheses of a formula or a call ("len(轨迹)", "(值 >> 8)") stay.
+_ASCII_PUNCT = re.compile(rf"(?<=[{HAN}])[,;]|[,;](?=\s*[{HAN}])|(?<=[{HAN}]):\s+(?=[{HAN}])")
+_ASCII_PARENS = re.compile(rf"(?<![A-Za-z0-9_)])\(([^()<>=&×*/+\-]*[{HAN}][^()<>=&×*/+\-]*)\)")
+# Log text and notations are written in backticks or ASCII quotes; the punctuation rules do not
+# look inside them ("<主机> slots=<N>", "子节点/…->本 rank->父节点").
+_NOTATION = re.compile(r"[<>=\[\]:]|->")
+_BACKTICKED = re.compile(r"`[^`]*`")
 _ENUM_IN_GRAMMAR = re.compile(r"(?:已|被)\s*\{(\w+)\}")
 
 
@@ -61,7 +67,8 @@ def lint(text: str) -> list[Problem]:
             excerpt = text[max(0, match.start() - 8):match.end() + 8].replace("\n", " ")
             problems.append(Problem(rule, f"{message}: …{excerpt}…"))
 
-    add("spacing", _MISSING_SPACE.search(text), "put one space between Chinese and Latin words or numbers")
+    prose = _prose(text)
+    add("spacing", _MISSING_SPACE.search(prose), "put one space between Chinese and Latin words or numbers")
     for m in _PLACEHOLDER_TOUCH.finditer(text):
         if (m.group(1) or m.group(2)).endswith("_decoded"):
             continue  # a decoded value is Chinese text itself
@@ -69,11 +76,11 @@ def lint(text: str) -> list[Problem]:
         break
     add("punct-space", _SPACE_AFTER.search(text) or _SPACE_BEFORE.search(text),
         "no space next to full-width punctuation")
-    add("ascii-punct", _ASCII_PUNCT.search(text), "use full-width ，；： in Chinese sentences")
-    add("ascii-punct", _ASCII_PARENS.search(text), "use full-width （） around Chinese")
+    add("ascii-punct", _ASCII_PUNCT.search(prose), "use full-width ，；： in Chinese sentences")
+    add("ascii-punct", _ASCII_PARENS.search(prose), "use full-width （） around Chinese")
     quoted = text.split('"')[1::2] if text.count('"') % 2 == 0 else []
     for piece in quoted:
-        if re.search(f"[{HAN}]", piece):
+        if re.search(f"[{HAN}]", piece) and not _NOTATION.search(piece):
             add("quotes", re.search(re.escape(f'"{piece}"'), text), "put Chinese phrases in “”, not ASCII quotes")
             break
     for m in _ENUM_IN_GRAMMAR.finditer(text):
@@ -85,6 +92,19 @@ def lint(text: str) -> list[Problem]:
         if m:
             add(f"term:{m.group(0)}", m, f"avoid “{m.group(0)}”, write {hint}")
     return problems
+
+
+def _prose(text: str) -> str:
+    """The text with log text and notations blanked out: backticked spans, and ASCII-quoted
+    spans that hold notation characters (same length, so offsets stay)."""
+    text = _BACKTICKED.sub(lambda m: " " * len(m.group(0)), text)
+    if text.count('"') % 2 == 0:
+        parts = text.split('"')
+        for i in range(1, len(parts), 2):
+            if _NOTATION.search(parts[i]):
+                parts[i] = " " * len(parts[i])
+        text = '"'.join(parts)
+    return text
 
 
 def entry_texts(entry) -> list[tuple[tuple, str]]:
