@@ -446,8 +446,12 @@ def summarize(kb: KnowledgeBase, findings: list[Finding], kb_dir: Path | None = 
         by_check[finding.check] += 1
     n_examples = sum(len(l.entry.examples) for l in kb.entries)
     n_neg = sum(len(l.entry.negatives) for l in kb.entries)
+    n_verdict_entries = sum(1 for l in kb.entries if l.entry.verdicts)
+    n_verdicts = sum(len(l.entry.verdicts) for l in kb.entries)
+    n_summaries = sum(1 for l in kb.entries if l.entry.summary is not None)
     head = (
-        f"{len(kb.entries)} entries in {len(kb.files)} files, {n_examples} examples, {n_neg} negatives; "
+        f"{len(kb.entries)} entries in {len(kb.files)} files, {n_examples} examples, {n_neg} negatives, "
+        f"{n_verdicts} verdicts in {n_verdict_entries} entries, {n_summaries} own summaries; "
         f"{len(kb.records)} catalogue records ({len(kb.catalog)} answer lines)"
     )
     if kb_dir is not None:
