@@ -81,6 +81,8 @@ def embedding_text(line: str) -> str:
 
 
 def index_items(kb: KnowledgeBase, unrelated: list[str]) -> list[IndexItem]:
+    from indexer.catalog.lines import is_line_part
+
     seen: set[tuple[str, str]] = set()
     items: list[IndexItem] = []
     for text in {embedding_text(line) for line in unrelated}:
@@ -91,6 +93,10 @@ def index_items(kb: KnowledgeBase, unrelated: list[str]) -> list[IndexItem]:
     linked_to = {fid: l.entry.id for l in kb.entries for fid in l.entry.formats}
     for loaded in kb.all_entries:
         entry = loaded.entry
+        if entry.id in kb.records and is_line_part(entry.id):
+            # one line of a multi-line message: the record itself is indexed with the same
+            # title and the whole message; the line's stand-in example adds only noise
+            continue
         owner = linked_to.get(entry.id, entry.id)
         candidates = [("title", entry.title.en)] + [("example", embedding_text(e.line)) for e in entry.examples]
         for kind, text in candidates:

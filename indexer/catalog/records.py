@@ -177,7 +177,10 @@ def read_catalog_file(path: Path) -> str:
 
 
 def load_catalog(kb_dir: Path) -> tuple[list[tuple[CatalogRecord, str, int]], list[CatalogProblem]]:
-    """Every record with its file and line; a malformed line is a problem, never a crash."""
+    """Every record with its file and line, and the derived record of each printed line of a
+    multi-line message; a malformed line is a problem, never a crash."""
+    from indexer.catalog.lines import line_parts
+
     records: list[tuple[CatalogRecord, str, int]] = []
     problems: list[CatalogProblem] = []
     for path in catalog_files(kb_dir):
@@ -204,4 +207,10 @@ def load_catalog(kb_dir: Path) -> tuple[list[tuple[CatalogRecord, str, int]], li
                 problems.append(CatalogProblem(shown, number, rid, f"{where}: {first['msg']}"))
                 continue
             records.append((rec, shown, number))
+            # each printed line of a multi-line message answers on its own (catalog/lines.py)
+            for part in line_parts(raw):
+                try:
+                    records.append((CatalogRecord.model_validate(part), shown, number))
+                except ValidationError as exc:
+                    problems.append(CatalogProblem(shown, number, part["id"], f"line part: {exc.errors()[0]['msg']}"))
     return records, problems
