@@ -385,13 +385,26 @@ def check_rendered(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def check_zh_style(ctx: CheckContext) -> Iterator[Finding]:
-    """Every Chinese text of a curated entry follows the house style (``indexer.zh_lint``)."""
+    """Every Chinese text of a curated entry and of a catalogue record that answers lines follows
+    the house style (``indexer.zh_lint``)."""
     from indexer.zh_lint import entry_texts, lint
 
     for loaded in ctx.kb.entries:
         for path, text in entry_texts(loaded.entry):
             for problem in lint(text):
                 yield _finding(loaded, "zh", f"{'.'.join(map(str, path))}: {problem.message}", *path)
+    # catalogue records answer lines too: the same rules, reported at the record's file and line
+    # (a line part carries its record's text, so only stored records are read)
+    from indexer.catalog.lines import is_line_part
+
+    for loaded in ctx.kb.all_entries:
+        rec = ctx.kb.records.get(loaded.entry.id)
+        if rec is None or is_line_part(rec.id):
+            continue
+        for key in ("title", "explanation", "action"):
+            text = getattr(rec, key)
+            for problem in lint(text.zh) if text is not None else ():
+                yield Finding(loaded.file, loaded.line, rec.id, "zh", f"{key}.zh: {problem.message}")
 
 
 CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [

@@ -168,3 +168,29 @@ def test_cli_exit_codes_and_messages(tmp_path):
     assert "demo.yaml:" in fail.stdout and "[demo.affinity] action:" in fail.stdout
     missing = subprocess.run([sys.executable, "-m", "service.cli", "--kb", str(tmp_path / "nope"), "kb", "check"], capture_output=True, text=True)
     assert missing.returncode == 2 and "not found" in missing.stderr
+
+
+def test_catalogue_record_chinese_follows_the_house_style(tmp_path):
+    """Record texts answer lines like entries do: kb check lints their Chinese, at the record's
+    file and line, and a line part (which carries its record's text) is not reported twice."""
+    import json
+
+    from indexer.catalog.build import Merged, to_record
+    from indexer.catalog.extract import torch_cpp_file
+
+    kb = write_kb(tmp_path, VALID)
+    occ = torch_cpp_file("torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+                         'void f() { LOG(ERROR) << "Watchdog caught collective operation timeout"'
+                         ' << "\\nWatchdog will abort the communicator " << rank_; }')[0]
+    good = to_record(Merged("torch_distributed", "pytorch/pytorch", occ.level, occ.pieces, True, occ.kind, occ,
+                            ["v2.6.0"]), {})
+    good.update(title={"en": "Watchdog timeout", "zh": "watchdog 检测到集合通信超时"},
+                explanation={"en": "The watchdog found a timed-out collective.", "zh": "watchdog 发现集合通信超时。"},
+                action={"en": "Find the slow rank.", "zh": "找出慢的 rank。"}, severity="error")
+    bad = dict(good, id=good["id"][:-8] + "00000000",
+               explanation={"en": "The watchdog found a timed-out collective.", "zh": "看门狗发现集合通信挂起。"})
+    (kb / "catalog").mkdir()
+    (kb / "catalog" / "torch_distributed.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    zh = [f for f in findings_for(kb) if f.check == "zh"]
+    assert {(Path(f.file).name, f.line, f.entry_id) for f in zh} == {("torch_distributed.jsonl", 2, bad["id"])}
+    assert any("watchdog" in f.message for f in zh) and any("卡住" in f.message for f in zh)
