@@ -578,3 +578,44 @@ def test_a_record_whose_only_fixed_text_is_one_plain_word_answers_nothing(fmt, a
     row = json.loads((ROOT / "kb" / "catalog" / "nccl.jsonl").read_text(encoding="utf-8").splitlines()[0])
     row.update(format=fmt, matchable=True, title={"en": "t", "zh": "标题"}, explanation={"en": "e", "zh": "说明"})
     assert CatalogRecord.model_validate(row).answers is answers
+
+
+NVIDIA_SOURCE = r'''
+static void f(nv_state_t *nv, NV_STATUS status)
+{
+    NV_DEV_PRINTF(NV_DBG_ERRORS, nv, "RmInitAdapter failed! (0x%x:0x%x:%d)\n", a, b, c);
+    NV_DEV_PRINTF_STATUS(NV_DBG_ERRORS, nv, status, "Failed to allocate event");
+    nv_printf(NV_DBG_INFO, "NVRM: only printed with a verbose debug level\n");
+    nv_printf(debuglevel, "NVRM: %s", msg);
+    #define XID_PRINT_WITH_ATTR(attr, ...)                                          \
+        do {                                                                        \
+            portDbgPrintf("NVRM: Xid (" attr "): %d, pid=%s, name=%s, %s%s\n",  \
+                          __VA_ARGS__, context.xid, pidStr, procName,           \
+                          pMsg, rootCauseXidStr);                                   \
+        } while (0)
+}
+'''
+
+
+def test_nvidia_driver_prints_with_their_prefixes_and_the_xid_macro():
+    from indexer.catalog.extract import nvidia_file
+
+    occ = nvidia_file("src/nvidia/arch/nvalloc/unix/src/osinit.c", NVIDIA_SOURCE)
+    by_kind = {o.kind: o for o in occ}
+    assert [o.kind for o in occ] == ["NV_DEV_PRINTF", "NV_DEV_PRINTF_STATUS", "nv_printf", "portDbgPrintf"]
+    rx = {o.kind: re2.compile(to_pattern(list(o.pieces))[0]) for o in occ}
+    assert rx["NV_DEV_PRINTF"].search("NVRM: GPU 0000:a1:00.0: RmInitAdapter failed! (0x62:0x40:2168)")
+    assert rx["NV_DEV_PRINTF_STATUS"].search("NVRM: GPU 0000:a1:00.0: Failed to allocate event (0x51)")
+    assert by_kind["nv_printf"].level == "INFO" and by_kind["NV_DEV_PRINTF"].level == "ERROR"
+    # the macro's own argument (the PCI / GPU-instance text) is a wildcard; the values after it
+    # are named after their own arguments, not shifted onto __VA_ARGS__
+    m = rx["portDbgPrintf"].search("NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, name=python, Contained: CE")
+    assert m and m.group("xid") == "94" and m.group("proc_name") == "python"
+    assert rx["portDbgPrintf"].search("NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
+
+
+def test_nvidia_tags_are_the_first_and_last_release_of_each_branch():
+    from indexer.catalog.spec import nvidia_tags
+
+    assert nvidia_tags(["515.43.04", "515.48.07", "515.105.01", "595.45.04", "595.44.02", "vdpau-1"]) == [
+        "515.43.04", "515.105.01", "595.44.02", "595.45.04"]

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from indexer.catalog.clike import Source, brace_from_args, printf_from_args, shift_chain, stream_pieces
-from indexer.catalog.formats import Piece, Slot, literal_weight
+from indexer.catalog.formats import Piece, Slot, literal_weight, merge_pieces
 
 
 @dataclass(frozen=True)
@@ -293,3 +293,48 @@ def meaningful(pieces: tuple, minimum: int = 10) -> bool:
         return True
     text = "".join(p for p in pieces if isinstance(p, str))
     return bool(re.search(r"[A-Za-z]{4,}", text)) and literal_weight(list(pieces)) >= 6
+
+
+# ---- NVIDIA's Linux kernel driver (open-gpu-kernel-modules) ------------------------------
+# kernel-open/common/inc/os-interface.h: nv_printf(level, fmt, ...) prints when the level is at
+# least the driver's debug level (NVreg_ResmanDebugLevel; errors and warnings by default);
+# NV_DEV_PRINTF prefixes "NVRM: GPU <domain:bus:device.function>: " and NV_DEV_PRINTF_STATUS
+# appends " (0x<status>)". The RM's Xid report (src/nvidia/src/kernel/gpu/rc/kernel_rc.c) is a
+# portDbgPrintf, since 575 inside a macro whose PCI/GPU-instance part is a macro argument.
+NVIDIA_CALLS = r"nv_printf|NV_DEV_PRINTF|NV_DEV_PRINTF_STATUS|portDbgPrintf"
+NVIDIA_LEVEL = {"NV_DBG_ERRORS": "ERROR", "NV_DBG_WARNINGS": "WARN", "NV_DBG_USERERRORS": "WARN",
+                "NV_DBG_SETUP": "INFO", "NV_DBG_INFO": "INFO"}
+
+
+def nvidia_file(path: str, text: str) -> list[Occurrence]:
+    src = Source(text)
+    out = []
+    for call in src.calls(NVIDIA_CALLS):
+        # inside a #define, a call's arguments carry the backslash line continuations
+        name, args = call.name, [re.sub(r"\\\n\s*", " ", a).strip() for a in call.args]
+        if name == "portDbgPrintf":
+            if not args:
+                continue
+            level, fmt_arg, rest = "ERROR", args[0], args[1:]
+        else:
+            skip = {"nv_printf": 1, "NV_DEV_PRINTF": 2, "NV_DEV_PRINTF_STATUS": 3}[name]
+            if len(args) <= skip:
+                continue
+            level = NVIDIA_LEVEL.get(args[0].strip())
+            if level is None:
+                continue  # a level passed through a variable: not one message's level
+            fmt_arg, rest = args[skip], args[skip + 1:]
+        if rest and rest[0].strip() == "__VA_ARGS__":
+            rest = rest[1:]  # the macro argument's own values: the wildcard for it covers them
+        pieces = printf_from_args(fmt_arg, rest)
+        if not pieces:
+            continue
+        if name != "nv_printf" and name != "portDbgPrintf":
+            pieces = ["NVRM: GPU ", Slot("str", "pci_dev"), ": ", *pieces]
+        if name == "NV_DEV_PRINTF_STATUS":
+            last = pieces[-1]
+            if isinstance(last, str):
+                pieces[-1] = last.rstrip("\n")
+            pieces += [" (0x", Slot("hex", "status"), ")"]
+        out.append(Occurrence(path, call.line, call.function, level, tuple(merge_pieces([pieces])), True, name))
+    return out

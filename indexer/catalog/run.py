@@ -25,12 +25,12 @@ import json
 from pathlib import Path
 
 from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
-from indexer.catalog.extract import clr_file, nccl_file, rdma_file, rocr_file, slurm_file, torch_cpp_file
+from indexer.catalog.extract import clr_file, nccl_file, nvidia_file, rdma_file, rocr_file, slurm_file, torch_cpp_file
 from indexer.catalog.python_src import python_extractor, python_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
 from indexer.catalog.spec import (
     CLR_SKIP, CLR_UNDER, ROCR_SKIP, ROCR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, PyProject,
-    nccl_tags, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS,
+    nccl_tags, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS, NVIDIA_SKIP, NVIDIA_UNDER, nvidia_tags,
 )
 
 MANIFEST = "manifest.json"
@@ -291,6 +291,11 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
                                      RDMA_UNDER, (".c", ".h"), RDMA_SKIP, rdma_file)
         produced.setdefault("infiniband", []).extend(recs)
         manifest["read"]["rdma-core"] = read
+    if "nvidia-open" in sources:
+        recs, read = build_c_project(sources["nvidia-open"], texts, "cuda", "NVIDIA/open-gpu-kernel-modules",
+                                     nvidia_tags, NVIDIA_UNDER, (".c", ".h"), NVIDIA_SKIP, nvidia_file)
+        produced.setdefault("cuda", []).extend(recs)
+        manifest["read"]["nvidia-open"] = read
     for name, project in PY_PROJECTS.items():
         if name in sources:
             recs, read = build_python_project(project, sources[name], texts)

@@ -197,3 +197,22 @@ RDMA_SKIP = re.compile(r"/(?:tests?)/|/man/")
 # ROCm's HSA runtime (ROCR-Runtime) and the rocminfo tool that queries it
 ROCR_UNDER = ("src/core", "src/inc/hsa.h", "src/hsa.h")
 ROCR_SKIP = re.compile(r"/(?:tests?|samples?)/")
+
+
+def nvidia_tags(tags: list[str]) -> list[str]:
+    """The first and the last release of each driver branch of open-gpu-kernel-modules
+    (515.43.04 … 595.45.04): a message's span starts and ends at a release that prints it."""
+    ends: dict[int, list] = {}
+    for t in tags:
+        if re.fullmatch(r"\d+\.\d+(?:\.\d+)?", t):
+            key = version_key(t)
+            lo_hi = ends.setdefault(key[0], [(key, t), (key, t)])
+            lo_hi[0] = min(lo_hi[0], (key, t))
+            lo_hi[1] = max(lo_hi[1], (key, t))
+    return [t for branch in sorted(ends) for t in sorted({ends[branch][0][1], ends[branch][1][1]}, key=version_key)]
+
+
+# the kernel interface layer (kernel-open/nvidia), the RM's Unix glue (init, API mismatch,
+# fallen off the bus) and its robust-channel code, which prints the Xid reports
+NVIDIA_UNDER = ("kernel-open/nvidia", "src/nvidia/arch/nvalloc/unix/src", "src/nvidia/src/kernel/gpu/rc")
+NVIDIA_SKIP = re.compile(r"/(?:tests?)/|nv-dsi-parse-panel-props\.c$|nv-(?:gpio|i2c|imp|clk|backlight|dsi|hdmi)")
