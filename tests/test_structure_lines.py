@@ -47,3 +47,27 @@ def test_a_bare_prefix_is_peeled_and_marked():
     assert line.context["rank"] == "3" and line.context["source_location"] == "ProcessGroupNCCL.cpp:1250"
     for plain in ("", "   ", "Failures:", "E:", "rank 0:"):
         assert "prefix_only" not in normalize_line(plain).context, plain
+
+
+# Progress bars and per-step metric lines of the usual front-ends (issue 17): a training log
+# prints thousands of them; each is answered as progress by the regex tier, so none waits for
+# the embedding tier and none is explained as something else. These are the real renderings
+# (the ANSI colours of Keras 3 and rich included: the normalizer strips them).
+PROGRESS = [
+    " 10%|█         | 100/1000 [00:10<01:30,  9.99it/s]",
+    "Epoch 0:  45%|████▌     | 450/1000 [01:23<01:41,  5.42it/s, v_num=0, train_loss=0.234]",
+    "  1/100 [..............................] - ETA: 3:20 - loss: 2.3026",
+    "469/469 [==============================] - 3s 6ms/step - loss: 0.2950 - accuracy: 0.9153",
+    "\x1b[1m100/100\x1b[0m \x1b[32m━━━━━━━━━━━━━━━━━━━━\x1b[0m\x1b[37m\x1b[0m \x1b[1m5s\x1b[0m 50ms/step - loss: 0.1234",
+    "Epoch 3/9  ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 250/500 0:01:23 • 0:01:24 3.01it/s v_num: 0 train_loss: 0.231",
+    "\x1b[35mDownloading\x1b[0m \x1b[38;5;197m━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━\x1b[0m \x1b[35m100%\x1b[0m \x1b[36m0:00:00\x1b[0m",
+    "{'loss': 2.3456, 'grad_norm': 1.234, 'learning_rate': 4.9e-05, 'epoch': 0.01}",
+    "{'eval_loss': 2.1043, 'eval_runtime': 12.3456, 'eval_samples_per_second': 81.004, 'eval_steps_per_second': 10.125, 'epoch': 1.0}",
+]
+
+
+@pytest.mark.parametrize("line", PROGRESS)
+def test_progress_and_metric_lines_are_progress_from_the_regex_tier(explainer, line):
+    answer = explainer.explain(line)
+    assert answer["known"] and answer["tier"] == "regex", answer
+    assert answer["role"] == "progress", answer["pattern_id"]
