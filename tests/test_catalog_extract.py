@@ -619,3 +619,45 @@ def test_nvidia_tags_are_the_first_and_last_release_of_each_branch():
 
     assert nvidia_tags(["515.43.04", "515.48.07", "515.105.01", "595.45.04", "595.44.02", "vdpau-1"]) == [
         "515.43.04", "515.105.01", "595.44.02", "595.45.04"]
+
+
+LINUX_SOURCE = r'''
+#define pr_fmt(fmt) "oomtest: " fmt
+static void f(struct mlx5_core_dev *dev, struct pci_dev *pdev, struct amdgpu_device *adev)
+{
+	pr_err("%s: Killed process %d (%s) total-vm:%lukB\n", message, pid, comm, vm);
+	pr_warn("%s invoked oom-killer: gfp_mask=%#x(%pGg), order=%d\n", comm, gfp, &gfp, order);
+	mlx5_core_err(dev, "device's health compromised - reached miss count\n");
+	mlx5_core_info(dev, "Port module event: module %u, %s\n", module, status);
+	pci_info(pdev, "%u.%03u Gb/s available PCIe bandwidth\n", bw / 1000, bw % 1000);
+	DRM_ERROR("ring %s timeout\n", name);
+	DRM_INFO("VRAM is lost due to GPU reset!\n");
+	pr_debug("never in a release log\n");
+}
+'''
+
+
+def test_linux_driver_prints_carry_their_prefixes():
+    from indexer.catalog.extract import linux_file
+
+    occ = linux_file("drivers/net/x.c", LINUX_SOURCE)
+    assert [o.kind for o in occ] == ["pr_err", "pr_warn", "mlx5_core_err", "mlx5_core_info", "pci_info",
+                                     "DRM_ERROR", "DRM_INFO"]
+    rx = [re2.compile(to_pattern(list(o.pieces))[0]) for o in occ]
+    assert rx[0].search("oomtest: Out of memory: Killed process 698405 (python) total-vm:49978204kB")
+    # the kernel's %pGg prints a flag list: a text conversion, not a pointer
+    assert rx[1].search("oomtest: python invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE), order=0")
+    assert rx[2].search("mlx5_core 0000:41:00.0: poll_health:852:(pid 0): device's health compromised - reached miss count")
+    assert rx[3].search("mlx5_core 0004:01:00.0: Port module event: module 0, Cable plugged")
+    assert rx[4].search("mlx5_core 0004:01:00.0: 63.008 Gb/s available PCIe bandwidth")
+    assert rx[5].search("[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout")
+    assert rx[6].search("[drm] VRAM is lost due to GPU reset!")
+    assert [o.level for o in occ][:3] == ["error", "warning", "error"]
+
+
+def test_amdgpu_files_print_with_amdgpus_dev_fmt():
+    from indexer.catalog.extract import linux_file
+
+    occ = linux_file("drivers/gpu/drm/amd/amdgpu/amdgpu_device.c",
+                     'void f(struct amdgpu_device *adev) { dev_info(adev->dev, "GPU reset begin!\\n"); }')
+    assert re2.compile(to_pattern(list(occ[0].pieces))[0]).search("amdgpu 0000:08:00.0: amdgpu: GPU reset begin!")

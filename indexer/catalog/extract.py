@@ -338,3 +338,72 @@ def nvidia_file(path: str, text: str) -> list[Occurrence]:
             pieces += [" (0x", Slot("hex", "status"), ")"]
         out.append(Occurrence(path, call.line, call.function, level, tuple(merge_pieces([pieces])), True, name))
     return out
+
+
+# ---- Linux kernel drivers users meet in training jobs --------------------------------------
+# pr_*() prints its format (after the file's pr_fmt); dev_*() / pci_*() put "<driver> <device>: "
+# in front (and the file's dev_fmt: amdgpu's is "amdgpu: "); mlx5_core_err/warn (and _rl) add
+# "<function>:<line>:(pid <pid>): "; DRM_ERROR prints "[drm:<function> [<module>]] *ERROR* ",
+# DRM_INFO / DRM_WARN "[drm] ". The kernel's %p extensions (%pGg, %pe, %*pbl ...) print text.
+LINUX_CALLS = (r"pr_(?:emerg|alert|crit|err|warn|warning|notice|info)|dev_(?:emerg|alert|crit|err|warn|notice|info)"
+               r"(?:_ratelimited|_once)?|pci_(?:err|warn|notice|info)|mlx5_core_(?:err|warn|info)(?:_rl)?"
+               r"|DRM_(?:ERROR|WARN|INFO)(?:_ONCE|_RATELIMITED)?")
+LINUX_LEVEL = {"emerg": "fatal", "alert": "fatal", "crit": "fatal", "err": "error", "ERROR": "error",
+               "warn": "warning", "warning": "warning", "WARN": "warning", "notice": "info", "info": "info",
+               "INFO": "info"}
+_KERNEL_P = re.compile(r"%\*p[a-zA-Z]+|%p[A-Za-z][A-Za-z0-9]*")
+
+
+def _kernel_printf(fmt_arg: str, rest: list[str]) -> list[Piece] | None:
+    # %*pbl takes the width and the pointer: two arguments for one printed text
+    def sub(m: re.Match) -> str:
+        return "%*s" if m.group(0).startswith("%*") else "%s"
+    return printf_from_args(_KERNEL_P.sub(sub, fmt_arg), rest)
+
+
+def _file_fmt(text: str, name: str) -> str:
+    m = re.search(rf"#define\s+{name}\(fmt\)\s+((?:\"(?:\\.|[^\"\\])*\"\s*|KBUILD_MODNAME\s*)+)fmt", text)
+    if not m:
+        return ""
+    return "".join(re.findall(r'"((?:\\.|[^"\\])*)"', m.group(1)))
+
+
+def linux_file(path: str, text: str) -> list[Occurrence]:
+    src = Source(text)
+    pr_fmt, dev_fmt = _file_fmt(text, "pr_fmt"), _file_fmt(text, "dev_fmt")
+    if path.startswith("drivers/gpu/drm/amd/amdgpu/") and "amdgpu.h" not in path:
+        pr_fmt = pr_fmt or "amdgpu: "
+        dev_fmt = dev_fmt or "amdgpu: "  # amdgpu.h sets both for every file that includes it
+    out = []
+    for call in src.calls(LINUX_CALLS):
+        name = call.name
+        args = [re.sub(r"\\\n\s*", " ", a).strip() for a in call.args]
+        kind = name.split("_")[1] if name.startswith(("pr_", "dev_", "pci_", "DRM_")) else name.split("_")[2]
+        level = LINUX_LEVEL.get(kind)
+        if level is None:
+            continue
+        if name.startswith("pr_") or name.startswith("DRM_"):
+            if not args:
+                continue
+            fmt_arg, rest = args[0], args[1:]
+        else:
+            if len(args) < 2:
+                continue
+            fmt_arg, rest = args[1], args[2:]
+        pieces = _kernel_printf(fmt_arg, rest)
+        if not pieces:
+            continue
+        if name.startswith("pr_"):
+            head: list[Piece] = [pr_fmt] if pr_fmt else []
+        elif name.startswith("DRM_ERROR"):
+            head = ["[drm:", Slot("str", "function"), "] *ERROR* "]
+        elif name.startswith("DRM_"):
+            head = ["[drm] "]
+        else:
+            head = [Slot("str", "device"), ": "] + ([dev_fmt] if dev_fmt else [])
+            if name.startswith("mlx5_core_") and not name.startswith("mlx5_core_info"):
+                head += [Slot("str", "function"), ":", Slot("int", "line"), ":(pid ", Slot("int", "pid"), "): "]
+        if pieces and isinstance(pieces[0], str) and pieces[0].startswith("\x01"):
+            pieces[0] = pieces[0][2:]  # KERN_CONT and level markers
+        out.append(Occurrence(path, call.line, call.function, level, tuple(merge_pieces([head, pieces])), True, name))
+    return out

@@ -25,12 +25,12 @@ import json
 from pathlib import Path
 
 from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
-from indexer.catalog.extract import clr_file, nccl_file, nvidia_file, rdma_file, rocr_file, slurm_file, torch_cpp_file
+from indexer.catalog.extract import clr_file, linux_file, nccl_file, nvidia_file, rdma_file, rocr_file, slurm_file, torch_cpp_file
 from indexer.catalog.python_src import python_extractor, python_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
 from indexer.catalog.spec import (
     CLR_SKIP, CLR_UNDER, ROCR_SKIP, ROCR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, PyProject,
-    nccl_tags, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS, NVIDIA_SKIP, NVIDIA_UNDER, nvidia_tags,
+    nccl_tags, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS, NVIDIA_SKIP, NVIDIA_UNDER, nvidia_tags, LINUX_PARTS, LINUX_SKIP,
 )
 
 MANIFEST = "manifest.json"
@@ -229,6 +229,26 @@ def build_c_project(git_dir: str, texts: dict, component: str, repo_name: str, s
     return records, manifest
 
 
+def build_linux(root: Path, texts: dict, manifest: dict) -> dict[str, list[dict]]:
+    """Kernel drivers from unpacked Debian linux-source trees, one directory per version."""
+    versions = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: version_key(p.name))
+    out: dict[str, list[dict]] = {}
+    read = []
+    for component, under in LINUX_PARTS.items():
+        trees = []
+        for d in versions:
+            tree = directory_tree("v" + d.name, d, under, (".c", ".h"), f"Debian linux-source {d.name}")
+            trees.append(Tree(tree.version, tree.origin, tuple(f for f in tree.files if not LINUX_SKIP.search(f.path))))
+            read.append({"repo": "torvalds/linux", "component": component, "version": tree.version,
+                         "origin": tree.origin, "files": len(trees[-1].files)})
+        merged = collect(component, "torvalds/linux", trees, linux_file)
+        for rec in (to_record(m, texts) for m in merged.values()):
+            rec["versions_from"] = "Debian linux-source packages"
+            out.setdefault(component, []).append(rec)
+    manifest["read"]["linux"] = read
+    return out
+
+
 def build_slurm(git_dir: str, texts: dict) -> tuple[list[dict], list[dict]]:
     return build_c_project(git_dir, texts, "slurm", "SchedMD/slurm", slurm_tags, SLURM_UNDER, (".c", ".h"),
                            SLURM_SKIP, slurm_file)
@@ -291,6 +311,9 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
                                      RDMA_UNDER, (".c", ".h"), RDMA_SKIP, rdma_file)
         produced.setdefault("infiniband", []).extend(recs)
         manifest["read"]["rdma-core"] = read
+    if "linux-src" in sources:
+        for component, recs in build_linux(Path(sources["linux-src"]), texts, manifest).items():
+            produced.setdefault(component, []).extend(recs)
     if "nvidia-open" in sources:
         recs, read = build_c_project(sources["nvidia-open"], texts, "cuda", "NVIDIA/open-gpu-kernel-modules",
                                      nvidia_tags, NVIDIA_UNDER, (".c", ".h"), NVIDIA_SKIP, nvidia_file)

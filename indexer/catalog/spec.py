@@ -216,3 +216,14 @@ def nvidia_tags(tags: list[str]) -> list[str]:
 # fallen off the bus) and its robust-channel code, which prints the Xid reports
 NVIDIA_UNDER = ("kernel-open/nvidia", "src/nvidia/arch/nvalloc/unix/src", "src/nvidia/src/kernel/gpu/rc")
 NVIDIA_SKIP = re.compile(r"/(?:tests?)/|nv-dsi-parse-panel-props\.c$|nv-(?:gpio|i2c|imp|clk|backlight|dsi|hdmi)")
+
+
+# Linux kernel drivers, read from Debian's linux-source packages (one directory per kernel
+# version, e.g. linux/6.12.118/{mm,drivers/...}): the OOM killer, PCI link reports, Mellanox
+# mlx5 (InfiniBand/RoCE NICs) and amdgpu, each filed under the component whose lines it explains
+LINUX_PARTS = {
+    "other": ("mm/oom_kill.c", "drivers/pci/pci.c"),
+    "infiniband": ("drivers/net/ethernet/mellanox/mlx5/core",),
+    "rocm": ("drivers/gpu/drm/amd/amdgpu", "drivers/gpu/drm/scheduler"),
+}
+LINUX_SKIP = re.compile(r"/(?:tests?|selftests)/|_test\.c$")
