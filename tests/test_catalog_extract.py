@@ -661,3 +661,17 @@ def test_amdgpu_files_print_with_amdgpus_dev_fmt():
     occ = linux_file("drivers/gpu/drm/amd/amdgpu/amdgpu_device.c",
                      'void f(struct amdgpu_device *adev) { dev_info(adev->dev, "GPU reset begin!\\n"); }')
     assert re2.compile(to_pattern(list(occ[0].pieces))[0]).search("amdgpu 0000:08:00.0: amdgpu: GPU reset begin!")
+
+
+def test_nvidia_64bit_conversion_macros_and_the_pci_address_pair():
+    """``"%" NvU64_fmtu`` is one conversion and ``NV_PCI_DEV_FMT`` with ``NV_PCI_DEV_FMT_ARGS(nv)``
+    prints four values: the values after them keep their own names."""
+    from indexer.catalog.extract import nvidia_file
+
+    src = ('void f(void) { nv_printf(NV_DBG_ERRORS, "NVRM: BAR%d is %" NvU64_fmtu "M @ 0x%" NvU64_fmtx " (PCI:"'
+           ' NV_PCI_DEV_FMT ")\\n", i, size, addr, NV_PCI_DEV_FMT_ARGS(nv)); }')
+    occ = nvidia_file("kernel-open/nvidia/nv-pci.c", src)[0]
+    pattern, groups = to_pattern(list(occ.pieces))
+    m = re2.compile(pattern).search("NVRM: BAR1 is 0M @ 0x0 (PCI:0000:3b:00.0)")
+    assert m and m.group("value") == "0" and m.group("addr") == "0"  # "size" is a skipped name
+    assert [arg for _name, arg in groups][-4:] == [f"nv->pci_info.{f}" for f in ("domain", "bus", "slot", "function")]

@@ -306,6 +306,11 @@ NVIDIA_LEVEL = {"NV_DBG_ERRORS": "ERROR", "NV_DBG_WARNINGS": "WARN", "NV_DBG_USE
                 "NV_DBG_SETUP": "INFO", "NV_DBG_INFO": "INFO"}
 
 
+_NV_FMT_MACROS = {"NvU64_fmtx": "llx", "NvU64_fmtX": "llX", "NvU64_fmtu": "llu", "NvU64_fmto": "llo",
+                  "NvS64_fmtd": "lld", "NvS64_fmti": "lli", "NV_PCI_DEV_FMT": "%04x:%02x:%02x.%x"}  # "%" NvU64_fmtx
+_NV_FMT = re.compile(r"\b(?:" + "|".join(_NV_FMT_MACROS) + r")\b")
+
+
 def nvidia_file(path: str, text: str) -> list[Occurrence]:
     src = Source(text)
     out = []
@@ -326,7 +331,13 @@ def nvidia_file(path: str, text: str) -> list[Occurrence]:
             fmt_arg, rest = args[skip], args[skip + 1:]
         if rest and rest[0].strip() == "__VA_ARGS__":
             rest = rest[1:]  # the macro argument's own values: the wildcard for it covers them
-        pieces = printf_from_args(fmt_arg, rest)
+        # nvtypes.h's 64-bit conversions and the PCI address macro pair (one format, four values)
+        fmt_arg = _NV_FMT.sub(lambda m: '"' + _NV_FMT_MACROS[m.group(0)] + '"', fmt_arg)
+        expanded = []
+        for a in rest:
+            m = re.fullmatch(r"NV_PCI_DEV_FMT_ARGS\((.*)\)", a.strip(), re.S)
+            expanded += [f"{m.group(1)}->pci_info.{f}" for f in ("domain", "bus", "slot", "function")] if m else [a]
+        pieces = printf_from_args(fmt_arg, expanded)
         if not pieces:
             continue
         if name != "nv_printf" and name != "portDbgPrintf":
