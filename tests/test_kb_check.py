@@ -194,3 +194,18 @@ def test_catalogue_record_chinese_follows_the_house_style(tmp_path):
     zh = [f for f in findings_for(kb) if f.check == "zh"]
     assert {(Path(f.file).name, f.line, f.entry_id) for f in zh} == {("torch_distributed.jsonl", 2, bad["id"])}
     assert any("watchdog" in f.message for f in zh) and any("卡住" in f.message for f in zh)
+
+
+def test_every_kb_file_parses_the_same_without_libyaml(kb_dir):
+    """The loader prefers libyaml, but a PyYAML built without it falls back to the pure-Python
+    parser, which rejects some plain scalars libyaml accepts (a '?' inside a flow mapping): the
+    KB must read the same under both."""
+    import yaml
+
+    from indexer.kb_loader import kb_files
+
+    for path in kb_files(Path(kb_dir)):
+        text = path.read_text(encoding="utf-8")
+        pure = yaml.load(text, Loader=yaml.SafeLoader)
+        fast = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        assert pure == fast, path
