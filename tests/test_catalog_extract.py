@@ -675,3 +675,69 @@ def test_nvidia_64bit_conversion_macros_and_the_pci_address_pair():
     m = re2.compile(pattern).search("NVRM: BAR1 is 0M @ 0x0 (PCI:0000:3b:00.0)")
     assert m and m.group("value") == "0" and m.group("addr") == "0"  # "size" is a skipped name
     assert [arg for _name, arg in groups][-4:] == [f"nv->pci_info.{f}" for f in ("domain", "bus", "slot", "function")]
+
+
+def _one_file_tree(version: str, path: str, text: str):
+    from indexer.catalog.sources import Tree, TreeFile
+
+    return Tree(version, "test", (TreeFile(path, "0" * 40, lambda: text),))
+
+
+TEMPLATE_SOURCE = textwrap.dedent('''
+    from string import Template
+
+    _FAILURE_FORMAT_TEMPLATE = """[${idx}]:
+      time      : ${time}
+      rank      : ${rank} (local_rank: ${local_rank})
+      traceback : ${message}"""
+
+    class ProcessFailure:
+        def __post_init__(self):
+            if self.exitcode < 0:
+                self.message = f"Signal {-self.exitcode} ({self.signal_name()}) received by PID {self.pid}"
+            else:
+                self.message = "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+            self.other = "not a message attribute"
+
+    class ChildFailedError(Exception):
+        def format_msg(self):
+            title = f"{self.name} FAILED"
+            return Template("""
+    ${title}
+    Root Cause (first observed failure):
+    ${root} costs $$5""").substitute(title=title, root=self.root)
+
+        def _format_failure(self, idx, rank, failure):
+            return Template(_FAILURE_FORMAT_TEMPLATE).substitute(
+                idx=idx, time=failure.timestamp_isoformat(), rank=rank,
+                local_rank=failure.local_rank, message=failure.message)
+''')
+
+
+def test_string_templates_and_message_attributes_are_messages():
+    from indexer.catalog.formats import display_format
+
+    path = "torch/distributed/elastic/multiprocessing/errors/__init__.py"
+    occs = python_file(path, TEMPLATE_SOURCE)
+    got = {(o.kind, display_format(list(o.pieces))) for o in occs}
+    assert ("Template.substitute", "[{idx}]:\n  time      : {time}\n  rank      : {rank} (local_rank: "
+            "{local_rank})\n  traceback : {message}") in got
+    # a substituted value that is itself a string we can read is inlined, ``$$`` is a dollar
+    assert ("Template.substitute", "\n{self.name} FAILED\nRoot Cause (first observed failure):\n{root} costs $5") in got
+    assert ("self.message =", "Signal {-self.exitcode} ({self.signal_name()}) received by PID {self.pid}") in got
+    assert ("self.message =", "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html") in got
+    assert not any("not a message attribute" in f for _, f in got)
+    # outside the files chosen for it, an attribute assignment is not a message
+    assert not any(o.kind == "self.message =" for o in python_file("torch/distributed/other.py", TEMPLATE_SOURCE))
+    # each printed line of the report is matched by its own part
+    merged = collect("torch_elastic", "pytorch/pytorch",
+                     [_one_file_tree("v2.6.0", path, TEMPLATE_SOURCE)], python_file)
+    rows = [to_record(m, {}) for m in merged.values()]
+    report = next(r for r in rows if r["format"].startswith("[{idx}]"))
+    from indexer.catalog.lines import line_parts
+
+    parts = {p["format"].strip(): re2.compile(p["pattern"]) for p in line_parts(report)}
+    assert parts["rank      : {rank} (local_rank: {local_rank})"].search("  rank      : 3 (local_rank: 3)")
+    assert parts["traceback : {message}"].search("  traceback : Signal 9 (SIGKILL) received by PID 1234")
+    # a line with too little fixed text to be recognised alone gets no part
+    assert "time      : {time}" not in parts

@@ -2,7 +2,10 @@
 
 A message expression becomes pieces whatever its style: a literal, ``"%s" % x``, logging's
 ``logger.info("%s", x)``, ``"{}".format(x)``, f-strings, ``+`` concatenation, and a name
-bound to one of these earlier in the same function.
+bound to one of these earlier in the same function. ``string.Template(T).substitute(...)``
+is a message too (torchrun's failure report is one), its template a literal or a module-level
+constant; and in a project's chosen files a string bound to an attribute such as
+``self.message`` is one (the report's ``traceback :`` text is built that way).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from indexer.catalog.formats import Piece, Slot, brace_pieces, merge_pieces, pri
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal",
                "warning_once", "info_once"}
 LOGGERS = re.compile(r"(?:^|\.)(?:_?log(?:ger)?|LOGGER|LOG|_LOGGER|logging|log_|logger_)$")
-PRINT_PATHS = ("torch/distributed/run.py", "torch/distributed/launch.py", "torch/distributed/elastic/")
+PRINT_PATHS = ("torch/distributed/run.py", "torch/distributed/launch.py", "torch/distributed/elastic/",
+               "torch/utils/cpp_extension.py")
 LEVEL_NAMES = {"DEBUG": "debug", "INFO": "info", "WARNING": "warning", "WARN": "warning",
                "ERROR": "error", "CRITICAL": "critical", "FATAL": "critical"}
 
@@ -48,9 +52,14 @@ class Dialect:
     # ``assert cond, "message"`` in these files (Megatron validates its arguments this way;
     # elsewhere an assert is an internal invariant, not a message users meet)
     assert_paths: tuple[str, ...] = ()
+    # ``self.<attr> = "message"`` in files matching ``attr_paths``: the text of an exception or
+    # report, later printed whole (torchrun's ProcessFailure.message)
+    message_attrs: tuple[str, ...] = ()
+    attr_paths: tuple[str, ...] = ()
 
 
-TORCH = Dialect()
+TORCH = Dialect(message_attrs=("message",), attr_paths=("torch/distributed/elastic/multiprocessing/errors/",))
+TEMPLATE_FIELD = re.compile(r"\$(?:(\$)|\{([_a-zA-Z]\w*)\}|([_a-zA-Z]\w*))")
 MORE = "more"  # the name of what a message gains after it is first bound (``msg += ...``)
 
 
@@ -132,7 +141,7 @@ def _print_pieces(call: ast.Call, names) -> list[Piece] | None:
             if not (isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)):
                 return pieces_of(call.args[0], names)
             sep = k.value.value
-        elif k.arg == "file":
+        elif k.arg == "file" and _src(k.value) not in ("sys.stderr", "sys.stdout"):
             return None  # written to a file, not the log
     parts: list = []
     for n, arg in enumerate(call.args):
@@ -153,6 +162,24 @@ def _logging_pieces(call: ast.Call, names) -> list[Piece] | None:
     if rest and isinstance(first, ast.Constant) and isinstance(first.value, str):
         return printf_pieces(first.value, [_src(a) for a in rest])
     return pieces_of(first, names)
+
+
+def template_pieces(template: str, values: dict[str, list[Piece] | None]) -> list[Piece]:
+    """``string.Template``: ``$name``/``${name}`` are conversions (named after the placeholder,
+    or the substituted value's own pieces when it is a string we can read), ``$$`` a dollar."""
+    pieces: list[Piece] = []
+    pos = 0
+    for m in TEMPLATE_FIELD.finditer(template):
+        pieces.append(template[pos:m.start()])
+        pos = m.end()
+        if m.group(1):
+            pieces.append("$")
+            continue
+        name = m.group(2) or m.group(3)
+        given = values.get(name)
+        pieces.append(given if given is not None else [Slot("any", name)])
+    pieces.append(template[pos:])
+    return merge_pieces(pieces)
 
 
 def _level_of(node: ast.AST | None, default: str) -> str:
@@ -187,9 +214,27 @@ class _Visitor(ast.NodeVisitor):
         self._scope(node, node.name)
 
     def visit_Assign(self, node):  # noqa: N802
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            self.names[-1][node.targets[0].id] = node.value
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if isinstance(target, ast.Name):
+            self.names[-1][target.id] = node.value
+        elif (isinstance(target, ast.Attribute) and target.attr in self.dialect.message_attrs
+              and self.path.startswith(self.dialect.attr_paths)):
+            self._emit(node, "text", pieces_of(node.value, self.names[-1]), f"{_src(target)} =", False)
         self.generic_visit(node)
+
+    def _template(self, node: ast.Call) -> None:
+        """``Template(T).substitute(name=value, ...)`` with T a literal or a module constant."""
+        arg = node.func.value.args[0]
+        if isinstance(arg, ast.Name):
+            arg = next((scope[arg.id] for scope in reversed(self.names) if arg.id in scope), arg)
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+            return
+        values = {}
+        for k in node.keywords:
+            if k.arg:
+                got = pieces_of(k.value, self.names[-1])
+                values[k.arg] = got if got and any(isinstance(p, str) and p.strip() for p in got) else None
+        self._emit(node, "text", template_pieces(arg.value, values), "Template.substitute", False)
 
     def visit_AugAssign(self, node):  # noqa: N802
         # ``msg += ...`` (often under a condition): the message goes on past what was bound
@@ -237,6 +282,10 @@ class _Visitor(ast.NodeVisitor):
         helper_name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
         if helper_name in self.dialect.helpers:
             self._helper(node, self.dialect.helpers[helper_name])
+        elif (isinstance(func, ast.Attribute) and func.attr in ("substitute", "safe_substitute")
+              and isinstance(func.value, ast.Call) and _src(func.value.func) in ("Template", "string.Template")
+              and len(func.value.args) == 1):
+            self._template(node)
         elif isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and LOGGERS.search(_src(func.value)):
             level = {"warn": "warning", "exception": "error", "fatal": "critical",
                      "warning_once": "warning", "info_once": "info"}.get(func.attr, func.attr)

@@ -4,8 +4,10 @@ Sources (``--source NAME=PATH``):
   nccl          a git directory of NVIDIA/nccl with its tags
   rccl          a git directory of ROCm/rccl with its tags
   torch-wheels  a directory with one sub-directory per PyTorch release (``2.6.0/``), each holding
-                the unpacked ``torch/distributed/`` of that release's wheel and ``strings.txt``,
-                the printable strings of its native libraries (``strings -n 4 lib*.so``)
+                the unpacked ``torch/distributed/`` and ``torch/utils/`` of that release's wheel
+                and ``strings.txt``, the printable strings of its native libraries
+                (``strings -n 4 lib*.so``); given without torch-src, the Python files alone
+                add the formats not yet listed
   torch-src     a directory with one sub-directory per release (``2.6.0/``) holding an unpacked
                 PyTorch source archive (``torch/csrc/distributed/c10d``, ``c10/cuda`` ...)
   slurm         a git directory of SchedMD/slurm with its tags
@@ -29,7 +31,7 @@ from indexer.catalog.extract import clr_file, linux_file, nccl_file, nvidia_file
 from indexer.catalog.python_src import python_extractor, python_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
 from indexer.catalog.spec import (
-    CLR_SKIP, CLR_UNDER, ROCR_SKIP, ROCR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, PyProject,
+    CLR_SKIP, CLR_UNDER, ROCR_SKIP, ROCR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, TORCH_PY_UNDER, PyProject,
     nccl_tags, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS, NVIDIA_SKIP, NVIDIA_UNDER, nvidia_tags, LINUX_PARTS, LINUX_SKIP,
 )
 
@@ -152,17 +154,46 @@ def add_torch_cpp(out_dir: Path, src: Path, texts: dict) -> tuple[dict[str, list
     return out, manifest
 
 
-def build_torch(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
-    wheels = Path(sources["torch-wheels"])
-    src = Path(sources["torch-src"])
+def _torch_py_trees(wheels: Path) -> tuple[list[Tree], dict[str, str]]:
     py_trees = []
     strings: dict[str, str] = {}
     for d in sorted((p for p in wheels.iterdir() if p.is_dir()), key=lambda p: version_key(p.name)):
-        tree = directory_tree("v" + d.name, d, ("torch/distributed",), (".py",), f"torch {d.name} wheel")
+        tree = directory_tree("v" + d.name, d, TORCH_PY_UNDER, (".py",), f"torch {d.name} wheel")
         files = tuple(f for f in tree.files if TORCH_PY_KEEP.match(f.path) and "/test" not in f.path)
         py_trees.append(Tree(tree.version, tree.origin, files))
         if (d / "strings.txt").exists():
             strings["v" + d.name] = (d / "strings.txt").read_text(encoding="utf-8", errors="replace")
+    return py_trees, strings
+
+
+def add_torch_py(out_dir: Path, wheels: Path, texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
+    """The wheels' Python files alone (no source archives): formats not yet in the catalogue are
+    added, versioned by the wheels that have them; records already there are kept as they are."""
+    py_trees, _ = _torch_py_trees(wheels)
+    py = collect(torch_component, "pytorch/pytorch", py_trees, python_file)
+    out: dict[str, list[dict]] = {}
+    have: dict[str, set] = {}
+    for m in py.values():
+        rec = to_record(m, texts)
+        comp = rec["component"]
+        if comp not in out:
+            path = out_dir / f"{comp}.jsonl"
+            rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()] \
+                if path.exists() else []
+            out[comp] = [r for r in rows if r["repo"] == "pytorch/pytorch"]
+            have[comp] = {r["id"] for r in out[comp]}
+        if rec["id"] not in have[comp]:
+            out[comp].append(rec)
+            have[comp].add(rec["id"])
+    manifest = [{"repo": "pytorch/pytorch", "version": t.version, "origin": t.origin, "files": len(t.files)}
+                for t in py_trees]
+    return out, manifest
+
+
+def build_torch(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
+    wheels = Path(sources["torch-wheels"])
+    src = Path(sources["torch-src"])
+    py_trees, strings = _torch_py_trees(wheels)
     cpp_trees = _torch_cpp_trees(src)
     py = collect(torch_component, "pytorch/pytorch", py_trees, python_file)
     cpp = collect(torch_component, "pytorch/pytorch", cpp_trees, torch_cpp_file)
@@ -285,6 +316,10 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
         recs, read = add_torch_cpp(out_dir, Path(sources["torch-src"]), texts)
         produced.update(recs)
         manifest["read"]["pytorch-source-additions"] = read
+    elif "torch-wheels" in sources:
+        recs, read = add_torch_py(out_dir, Path(sources["torch-wheels"]), texts)
+        produced.update(recs)
+        manifest["read"]["pytorch-python-additions"] = read
     if "slurm" in sources:
         recs, read = build_slurm(sources["slurm"], texts)
         produced.setdefault("slurm", []).extend(recs)

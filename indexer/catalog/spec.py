@@ -33,7 +33,11 @@ TORCH_PY_KEEP = re.compile(
     r"^torch/distributed/(?:elastic/|run\.py|launch\.py|launcher/|distributed_c10d\.py|rendezvous\.py"
     r"|c10d_logger\.py|constants\.py|utils\.py|__init__\.py|device_mesh\.py|_functional_collectives\.py"
     r"|fsdp/|_composable/fsdp/|_composable/replicate\.py|pipelining/|elastic_launch)"
+    # and the utilities every training log meets: the C++/CUDA extension builder (DeepSpeed's
+    # ops are built with it), the DataLoader and its workers, activation checkpointing
+    r"|^torch/utils/(?:cpp_extension\.py|checkpoint\.py|data/dataloader\.py|data/_utils/)"
 )
+TORCH_PY_UNDER = ("torch/distributed", "torch/utils")
 TORCH_CPP_SKIP = re.compile(r"UCC|ProcessGroupMPI|/quantization/|/rpc/|/autograd/|Fake|Dummy|Test")
 
 
@@ -41,6 +45,8 @@ def torch_component(path: str) -> str:
     if path.startswith(("torch/distributed/elastic/", "torch/distributed/run.py",
                         "torch/distributed/launch.py", "torch/distributed/launcher/")):
         return "torch_elastic"
+    if path.startswith("torch/utils/"):
+        return "other"
     if path.startswith("c10/cuda/") or "CudaIPCTypes" in path or "CUDACachingAllocator" in path:
         return "cuda"
     return "torch_distributed"
