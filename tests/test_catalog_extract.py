@@ -741,3 +741,23 @@ def test_string_templates_and_message_attributes_are_messages():
     assert parts["traceback : {message}"].search("  traceback : Signal 9 (SIGKILL) received by PID 1234")
     # a line with too little fixed text to be recognised alone gets no part
     assert "time      : {time}" not in parts
+
+
+def test_deepspeed_op_builder_warnings_are_read_through_self_warning():
+    from indexer.catalog.formats import display_format
+    from indexer.catalog.spec import PY_PROJECTS
+
+    src = textwrap.dedent('''
+        class AsyncIOBuilder(OpBuilder):
+            def is_compatible(self, verbose=False):
+                if not found:
+                    self.warning(f"{self.NAME} requires the dev libaio .so object and headers but these were not found.")
+                other.warning("a receiver that is not the builder")
+                self.warning(f"only 2.3.{0,1} and 3.0.0 are known")
+    ''')
+    occs = python_file("op_builder/async_io.py", src, PY_PROJECTS["deepspeed"].dialect)
+    got = {(o.level, display_format(list(o.pieces))) for o in occs}
+    assert ("warning", "{self.NAME} requires the dev libaio .so object and headers but these were not found.") in got
+    # an f-string field holding a tuple literal prints the tuple
+    assert ("warning", "only 2.3.(0, 1) and 3.0.0 are known") in got
+    assert not any("receiver" in f for _, f in got)

@@ -72,7 +72,7 @@ def _inline_constants(pieces: list[Piece]) -> list[Piece]:
                 value = ast.literal_eval(piece.arg)
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 value = None
-            if isinstance(value, (str, int)) and not isinstance(value, bool) and piece.arg.strip():
+            if isinstance(value, (str, int, tuple)) and not isinstance(value, bool) and piece.arg.strip():
                 out.append(str(value))
                 continue
         out.append(piece)
@@ -280,6 +280,8 @@ class _Visitor(ast.NodeVisitor):
         func = node.func
         scope = self.names[-1]
         helper_name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if isinstance(func, ast.Attribute) and _src(func) in self.dialect.helpers:
+            helper_name = _src(func)  # a helper known by its receiver too (``self.warning``)
         if helper_name in self.dialect.helpers:
             self._helper(node, self.dialect.helpers[helper_name])
         elif (isinstance(func, ast.Attribute) and func.attr in ("substitute", "safe_substitute")

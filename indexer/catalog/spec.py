@@ -88,7 +88,9 @@ PY_PROJECTS: dict[str, PyProject] = {
                    r"|autotuning|linear|inference_v2|nebula|ops/transformer/inference|compile|ops/sparse_attention)/"),
         Dialect(
             helpers={"log_dist": Helper(level=None, anchored=False), "print_rank_0": Helper(),
-                     "print_json_dist": Helper(), "warning_once": Helper(level="warning")},
+                     "print_json_dist": Helper(), "warning_once": Helper(level="warning"),
+                     # op_builder's OpBuilder.warning prints "\033[93m [WARNING] \033[0m <msg>"
+                     "self.warning": Helper(level="warning", anchored=False)},
             print_paths=("deepspeed/launcher/", "op_builder/", "deepspeed/env_report.py",
                          "deepspeed/ops/op_builder/", "deepspeed/utils/", "deepspeed/runtime/"),
         ),
