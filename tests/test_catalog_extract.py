@@ -761,3 +761,9 @@ def test_deepspeed_op_builder_warnings_are_read_through_self_warning():
     # an f-string field holding a tuple literal prints the tuple
     assert ("warning", "only 2.3.(0, 1) and 3.0.0 are known") in got
     assert not any("receiver" in f for _, f in got)
+
+
+def test_a_logger_named_after_its_area_is_a_logger():
+    src = 'def get_accelerator():\n    accel_logger.info(f"Setting ds_accelerator to {name} ({how})")\n    accelerator.info("not a logger")\n'
+    occs = python_file("accelerator/real_accelerator.py", src)
+    assert [(o.level, o.kind) for o in occs] == [("info", "logger.info")]

@@ -20,7 +20,8 @@ from indexer.catalog.formats import Piece, Slot, brace_pieces, merge_pieces, pri
 
 LOG_METHODS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal",
                "warning_once", "info_once"}
-LOGGERS = re.compile(r"(?:^|\.)(?:_?log(?:ger)?|LOGGER|LOG|_LOGGER|logging|log_|logger_)$")
+# a logger object by its name: ``logger``, ``LOG``, ``self._log``, ``accel_logger`` ...
+LOGGERS = re.compile(r"(?:^|\.)(?:_?log(?:ger)?|LOGGER|LOG|_LOGGER|logging|log_|logger_|[a-z]\w*_logger)$")
 PRINT_PATHS = ("torch/distributed/run.py", "torch/distributed/launch.py", "torch/distributed/elastic/",
                "torch/utils/cpp_extension.py")
 LEVEL_NAMES = {"DEBUG": "debug", "INFO": "info", "WARNING": "warning", "WARN": "warning",

@@ -81,7 +81,7 @@ _SKIP_TESTS = r"(?:^|/)tests?/|/test_[^/]*\.py$|(?:^|/)examples?/|/benchmarks?/|
 PY_PROJECTS: dict[str, PyProject] = {
     "deepspeed": PyProject(
         "deepspeed", "deepspeedai/DeepSpeed", _final_tags(r"v\d+\.\d+\.\d+", (0, 9)),
-        ("deepspeed", "op_builder"),
+        ("deepspeed", "op_builder", "accelerator"),
         # inference kernels, model injection policies and compression are not what training
         # logs print; the runtime, ZeRO, launcher, comm, checkpoints, accelerator and op builds are
         re.compile(_SKIP_TESTS + r"|^deepspeed/(?:inference|model_implementations|module_inject|compression"
@@ -91,7 +91,7 @@ PY_PROJECTS: dict[str, PyProject] = {
                      "print_json_dist": Helper(), "warning_once": Helper(level="warning"),
                      # op_builder's OpBuilder.warning prints "\033[93m [WARNING] \033[0m <msg>"
                      "self.warning": Helper(level="warning", anchored=False)},
-            print_paths=("deepspeed/launcher/", "op_builder/", "deepspeed/env_report.py",
+            print_paths=("deepspeed/launcher/", "op_builder/", "deepspeed/env_report.py", "accelerator/",
                          "deepspeed/ops/op_builder/", "deepspeed/utils/", "deepspeed/runtime/"),
         ),
     ),
