@@ -767,3 +767,46 @@ def test_a_logger_named_after_its_area_is_a_logger():
     src = 'def get_accelerator():\n    accel_logger.info(f"Setting ds_accelerator to {name} ({how})")\n    accelerator.info("not a logger")\n'
     occs = python_file("accelerator/real_accelerator.py", src)
     assert [(o.level, o.kind) for o in occs] == [("info", "logger.info")]
+
+
+def test_torch_cpp_messages_built_in_a_variable_and_socket_record_error():
+    from indexer.catalog.formats import display_format
+
+    src = textwrap.dedent(r'''
+        #define C10D_NCCL_CHECK(cmd, failureReason)                                   \
+          do {                                                                        \
+            if (result != ncclSuccess) {                                              \
+              std::string err = "NCCL error in: " + std::string(__FILE__) + ":" +     \
+                  std::to_string(__LINE__) + ", " + ncclGetErrorWithVersion(result) + \
+                  "\n" + getNcclErrorDetailStr(result, failureReason);                \
+              TORCH_CHECK_WITH(DistBackendError, false, err);                         \
+            }                                                                         \
+          } while (0)
+        std::string getNcclErrorDetailStr(ncclResult_t error) {
+          std::string interpret;
+          switch (error) {
+            case ncclInternalError:
+              interpret = "ncclInternalError: Internal check failed.";
+              break;
+          }
+          std::string name = "short";
+          int count = 3;
+          return interpret;
+        }
+        bool SocketListenOp::tryListen(const ::addrinfo& addr) {
+          if (::bind(socket_->handle(), addr.ai_addr, addr.ai_addrlen) != 0) {
+            recordError(
+                "The server socket has failed to bind to {} {}.",
+                addr,
+                getSocketError());
+          }
+        }
+    ''')
+    occs = torch_cpp_file("torch/csrc/distributed/c10d/NCCLUtils.hpp", src)
+    got = {(o.level, o.kind, display_format(list(o.pieces))) for o in occs}
+    assert ("text", "err =", "NCCL error in: {std::string(__FILE__)}:{std::to_string(__LINE__)}, "
+            "{ncclGetErrorWithVersion(result)}\n{getNcclErrorDetailStr(result, failureReason)}") in got
+    assert ("text", "interpret =", "ncclInternalError: Internal check failed.") in got
+    assert ("WARNING", "recordError", "The server socket has failed to bind to {addr} {getSocketError()}.") in got
+    # a variable whose name does not say it holds a message, or a short literal, is not one
+    assert not any("short" in f for _, _, f in got)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from indexer.catalog.clike import Source, brace_from_args, printf_from_args, shift_chain, stream_pieces
+from indexer.catalog.clike import Source, blank, brace_from_args, literal_concat, printf_from_args, shift_chain, stream_pieces
 from indexer.catalog.formats import Piece, Slot, literal_weight, merge_pieces
 
 
@@ -57,7 +57,66 @@ TORCH_CALLS = (
     r"TORCH_CHECK(?:_WITH)?|TORCH_CHECK_[A-Z_]+|TORCH_INTERNAL_ASSERT(?:_DEBUG_ONLY)?|TORCH_WARN(?:_ONCE)?"
     r"|C10_THROW_ERROR|C10D_THROW_ERROR|C10_CUDA_CHECK_WARN|C10D_(?:INFO|WARNING|ERROR|DEBUG|TRACE)|LOG|LOG_IF|VLOG"
     r"|fmt::format|c10::str"
+    # socket.cpp's SocketListenOp/SocketConnectOp::recordError: fmt::format, then C10D_WARNING
+    r"|recordError"
 )
+# a message built into a variable before it is thrown or returned: ``std::string err = "NCCL
+# error in: " + std::string(__FILE__) + ...`` (C10D_NCCL_CHECK) or ``interpret = "ncclSystemError:
+# ..."`` (getNcclErrorDetailStr); only variables whose name says they hold a message
+_MESSAGE_VAR = re.compile(
+    r"(?:\bstd::string\s+)?\b(?P<name>[A-Za-z_]*(?:err|Err|msg|Msg|interpret|message|Message|reason|Reason)[A-Za-z_]*)"
+    r"\s*(?P<op>\+?=)\s*(?=\")"
+)
+
+
+def _concat_pieces(expr: str) -> list[Piece]:
+    """``"a" + x + "b"`` at the top level: literals as text, the rest as slots."""
+    expr = re.sub(r"\\\n", " ", expr)
+    _, code = blank(expr)
+    parts, depth, last = [], 0, 0
+    for i, c in enumerate(code):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "+" and depth == 0 and code[i - 1:i] != "+" and code[i + 1:i + 2] != "+":
+            parts.append(expr[last:i])
+            last = i + 1
+    parts.append(expr[last:])
+    pieces: list[Piece] = []
+    for part in parts:
+        part = part.strip()
+        lit = literal_concat(part)
+        if lit is not None and "\x00" not in lit:
+            pieces.append(lit)
+        elif part:
+            pieces.append(Slot("any", part))
+    return merge_pieces(pieces)
+
+
+def _message_assignments(src: Source, path: str) -> list[Occurrence]:
+    out = []
+    for m in _MESSAGE_VAR.finditer(src.code):
+        end = m.end()
+        depth = 0
+        while end < len(src.code):
+            c = src.code[end]
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif c == ";" and depth == 0:
+                break
+            end += 1
+        pieces = _concat_pieces(src.text[m.end():end])
+        if not any(isinstance(p, str) and len(p.strip()) >= 12 for p in pieces):
+            continue
+        line = src.line_of(m.start())
+        out.append(Occurrence(path, line, src.function_at(m.start()), "text", tuple(pieces), False,
+                              f"{m.group('name')} {m.group('op')}"))
+    return out
 
 
 def torch_cpp_file(path: str, text: str) -> list[Occurrence]:
@@ -84,11 +143,14 @@ def torch_cpp_file(path: str, text: str) -> list[Occurrence]:
                 continue
             pieces = shift_chain(chain.split("<<", 1)[1])
             anchored = True
-        elif name.startswith("C10D_"):
-            level = name[5:]
+        elif name.startswith("C10D_") or name == "recordError":
+            level = name[5:] if name.startswith("C10D_") else "WARNING"
             if not call.args:
                 continue
-            pieces = brace_from_args(call.args[0], call.args[1:])
+            rest = call.args[1:]
+            if name == "recordError":  # (new here: a multi-line argument is named on one line)
+                rest = [" ".join(a.split()) for a in rest]
+            pieces = brace_from_args(call.args[0], rest)
             anchored = True
         elif name.startswith("TORCH_WARN"):
             level = "WARNING"
@@ -124,7 +186,7 @@ def torch_cpp_file(path: str, text: str) -> list[Occurrence]:
             continue
         seen_offsets.add(call.offset)
         out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), anchored, name))
-    return out
+    return out + _message_assignments(src, path)
 
 
 # ---- Slurm ---------------------------------------------------------------------------------
