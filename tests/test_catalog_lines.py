@@ -106,3 +106,18 @@ def test_real_kb_answers_a_line_of_a_multi_line_warning(explainer):
     assert answer["tier"] == "catalog"
     assert answer["source"]["record"].endswith(".line4")
     assert answer["source"]["file"] == "torch/csrc/distributed/c10d/ProcessGroup.cpp"
+
+
+def test_first_line_of_a_raised_message_follows_the_exception_class_name():
+    src = ('def _lazy_init():\n'
+           '    raise DeferredCudaCallError(f"CUDA call failed lazily at initialization with error: {e}\\n\\n'
+           'CUDA call was originally invoked at:\\n\\n{tb}")\n')
+    occ = python_file("torch/cuda/__init__.py", src)[0]
+    merged = Merged("cuda", "pytorch/pytorch", occ.level, occ.pieces, occ.anchored, occ.kind, occ, ["v2.6.0"])
+    parts = {p["id"].rsplit(".", 1)[1]: re2.compile(p["pattern"]) for p in line_parts(to_record(merged, {}))}
+    # a raised message is not anchored: its first line is read after the class name too
+    assert parts["line1"].search("torch.cuda.DeferredCudaCallError: CUDA call failed lazily at "
+                                 "initialization with error: device >= 0 && device < num_gpus")
+    # a later line starts a log line of its own
+    assert parts["line3"].search("CUDA call was originally invoked at:")
+    assert not parts["line3"].search("see: CUDA call was originally invoked at:")

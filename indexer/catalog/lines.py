@@ -160,10 +160,13 @@ def line_parts(rec: dict) -> list[dict]:
     if len(printed) < 2:
         return []
     out = []
+    first = printed[0][0]
     for k, pieces, names in printed:
         if not meaningful(tuple(pieces)):
             continue
-        pattern, found = to_pattern(list(pieces), anchor_start=True)
+        # a later line starts its own log line; the first starts where the record does, after
+        # an exception's class name ("torch.cuda.DeferredCudaCallError: ...") when it is raised
+        pattern, found = to_pattern(list(pieces), anchor_start=k != first or rec["pattern"].startswith("^"))
         # the record's group names, so that its text's {placeholders} fill from this line
         for (made, _arg), name in zip(found, names):
             pattern = pattern.replace(f"(?P<{made}>", f"(?P<\0{name}>", 1)

@@ -36,8 +36,10 @@ TORCH_PY_KEEP = re.compile(
     # and the utilities every training log meets: the C++/CUDA extension builder (DeepSpeed's
     # ops are built with it), the DataLoader and its workers, activation checkpointing
     r"|^torch/utils/(?:cpp_extension\.py|checkpoint\.py|data/dataloader\.py|data/_utils/)"
+    # and CUDA's lazy initialisation (not compiled with CUDA, forked subprocess, capability checks)
+    r"|^torch/cuda/__init__\.py"
 )
-TORCH_PY_UNDER = ("torch/distributed", "torch/utils")
+TORCH_PY_UNDER = ("torch/distributed", "torch/utils", "torch/cuda/__init__.py")
 TORCH_CPP_SKIP = re.compile(r"UCC|ProcessGroupMPI|/quantization/|/rpc/|/autograd/|Fake|Dummy|Test")
 
 
@@ -47,7 +49,7 @@ def torch_component(path: str) -> str:
         return "torch_elastic"
     if path.startswith("torch/utils/"):
         return "other"
-    if path.startswith("c10/cuda/") or "CudaIPCTypes" in path or "CUDACachingAllocator" in path:
+    if path.startswith(("c10/cuda/", "torch/cuda/")) or "CudaIPCTypes" in path or "CUDACachingAllocator" in path:
         return "cuda"
     return "torch_distributed"
 
