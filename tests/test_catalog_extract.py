@@ -810,3 +810,45 @@ def test_torch_cpp_messages_built_in_a_variable_and_socket_record_error():
     assert ("WARNING", "recordError", "The server socket has failed to bind to {addr} {getSocketError()}.") in got
     # a variable whose name does not say it holds a message, or a short literal, is not one
     assert not any("short" in f for _, _, f in got)
+
+
+def test_torch_cpp_append_runs_returned_hints_and_stringified_macro_arguments():
+    from indexer.catalog.formats import display_format
+
+    src = textwrap.dedent(r'''
+        void c10_cuda_check_implementation(const int32_t err) {
+          std::string check_message;
+        #ifndef STRIP_ERROR_MESSAGES
+          check_message.append("CUDA error: ");
+          check_message.append(cudaGetErrorString(cuda_error));
+          check_message.append(c10::cuda::get_cuda_check_suffix());
+        #endif
+          if (include_device_assertions) {
+            check_message.append(c10_retrieve_device_side_assertion_info());
+          }
+          TORCH_CHECK(false, check_message);
+        }
+        const char* get_cuda_check_suffix() noexcept {
+          if (blocking_enabled) {
+            return "";
+          } else {
+            return "\nCUDA kernel errors might be asynchronously reported at some"
+                   " other API call, so the stacktrace below might be incorrect.";
+          }
+        }
+        #define TORCH_CUDABLAS_CHECK(EXPR)                              \
+          do {                                                          \
+            cublasStatus_t __err = EXPR;                                \
+            TORCH_CHECK(__err == CUBLAS_STATUS_SUCCESS,                 \
+                        "CUDA error: ",                                 \
+                        at::cuda::blas::_cublasGetErrorEnum(__err),     \
+                        " when calling `" #EXPR "`");                   \
+          } while (0)
+    ''')
+    occs = torch_cpp_file("c10/cuda/CUDAException.cpp", src)
+    got = {(o.kind, display_format(list(o.pieces))) for o in occs}
+    # the appends before the #endif are one message; the one under the `if` is not part of it
+    assert ("check_message.append", "CUDA error: {cudaGetErrorString(cuda_error)}{c10::cuda::get_cuda_check_suffix()}") in got
+    assert ("return", "\nCUDA kernel errors might be asynchronously reported at some other API call, "
+            "so the stacktrace below might be incorrect.") in got
+    assert ("TORCH_CHECK", "CUDA error: {at::cuda::blas::_cublasGetErrorEnum(__err)} when calling `{EXPR}`") in got

@@ -289,13 +289,40 @@ def printf_from_args(fmt_arg: str, rest: list[str], strerror_m: bool = False) ->
     return merge_pieces(pieces)
 
 
+_MACRO_CONTINUATION = re.compile(r"\\[ \t]*\n")
+
+
+def _stringified(arg: str) -> list[Piece] | None:
+    """``" when calling `" #EXPR "`"`` inside a macro: literals around a stringified macro
+    argument, which prints as the call's source text."""
+    _, code = blank(arg)
+    cuts = [m for m in re.finditer(r"#\s*([A-Za-z_]\w*)", code)]
+    if not cuts:
+        return None
+    pieces: list[Piece] = []
+    pos = 0
+    for m in cuts:
+        lit = literal_concat(arg[pos:m.start()]) if arg[pos:m.start()].strip() else ""
+        if lit is None or "\x00" in lit:
+            return None
+        pieces += [lit, Slot("any", m.group(1))]
+        pos = m.end()
+    tail = literal_concat(arg[pos:]) if arg[pos:].strip() else ""
+    if tail is None or "\x00" in tail:
+        return None
+    return merge_pieces(pieces + [tail])
+
+
 def stream_pieces(args: list[str]) -> list[Piece]:
     """``c10::str(a, "lit", b)`` / ``TORCH_CHECK(cond, a, "lit")``: literals as text, the rest as slots."""
     pieces: list[Piece] = []
     for arg in args:
+        arg = _MACRO_CONTINUATION.sub(" ", arg).strip()  # an argument inside a #define
         lit = literal_concat(arg)
         if lit is not None and "\x00" not in lit:
             pieces.append(lit)
+        elif (stringified := _stringified(arg)) is not None:
+            pieces.extend(stringified)
         else:
             nested = re.match(r"^\s*(?:c10::)?str\s*\((.*)\)\s*$", arg, re.S)
             if nested:

@@ -94,8 +94,56 @@ def _concat_pieces(expr: str) -> list[Piece]:
     return merge_pieces(pieces)
 
 
-def _message_assignments(src: Source, path: str) -> list[Occurrence]:
+_NAME_PART = r"[A-Za-z_]*(?:err|Err|msg|Msg|interpret|message|Message|reason|Reason)[A-Za-z_]*"
+_APPEND = re.compile(rf"\b(?P<name>{_NAME_PART})\.append\s*\(")
+_RETURN_LITERAL = re.compile(r"\breturn\s+(?=\")")
+
+
+def _message_appends(src: Source, path: str) -> list[Occurrence]:
+    """``msg.append("CUDA error: "); msg.append(cudaGetErrorString(e)); ...``: one run of
+    consecutive appends to a message variable is one message (c10_cuda_check_implementation)."""
+    runs: list[list] = []
+    last_end, last_name = -1, None
+    for m in _APPEND.finditer(src.code):
+        open_at = m.end() - 1
+        close = _close_paren(src.code, open_at)
+        if close < 0:
+            continue
+        arg = src.text[open_at + 1:close]
+        stmt_end = src.code.find(";", close)
+        between = src.code[last_end:m.start()] if last_end >= 0 else ""
+        gap = "\n".join(l for l in between.split("\n") if not l.strip().startswith("#")).strip()
+        if runs and m.group("name") == last_name and gap == "":
+            runs[-1].append(arg)
+        else:
+            runs.append([m, arg])
+        last_end, last_name = stmt_end + 1, m.group("name")
     out = []
+    for run in runs:
+        m, args = run[0], run[1:]
+        pieces = merge_pieces([_concat_pieces(a) for a in args])
+        if not meaningful(tuple(pieces)):
+            continue
+        out.append(Occurrence(path, src.line_of(m.start()), src.function_at(m.start()), "text", tuple(pieces),
+                              False, f"{m.group('name')}.append"))
+    return out
+
+
+def _returned_texts(src: Source, path: str) -> list[Occurrence]:
+    """A function that returns a fixed text to be appended to messages (``get_cuda_check_suffix``
+    returns the "CUDA kernel errors might be asynchronously reported" hint): long literals only."""
+    out = []
+    for m in _RETURN_LITERAL.finditer(src.code):
+        end = src.code.find(";", m.end())
+        lit = literal_concat(src.text[m.end():end])
+        if lit is None or "\x00" in lit or len(lit.strip()) < 40:
+            continue
+        out.append(Occurrence(path, src.line_of(m.start()), src.function_at(m.start()), "text", (lit,), False, "return"))
+    return out
+
+
+def _message_assignments(src: Source, path: str) -> list[Occurrence]:
+    out = _message_appends(src, path) + _returned_texts(src, path)
     for m in _MESSAGE_VAR.finditer(src.code):
         end = m.end()
         depth = 0

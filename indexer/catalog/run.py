@@ -118,7 +118,10 @@ def _torch_cpp_trees(src: Path) -> list[Tree]:
     for d in sorted((p for p in src.iterdir() if p.is_dir()), key=lambda p: version_key(p.name)):
         tree = directory_tree(
             "v" + d.name, d,
-            ("torch/csrc/distributed/c10d", "c10/cuda", "torch/csrc/CudaIPCTypes.cpp"),
+            ("torch/csrc/distributed/c10d", "c10/cuda", "torch/csrc/CudaIPCTypes.cpp",
+             # the cuBLAS/cuDNN checks and cuDNN's convolution algorithm search
+             "aten/src/ATen/cuda/Exceptions.h", "aten/src/ATen/native/cudnn/Conv_v7.cpp",
+             "aten/src/ATen/native/cudnn/Conv_v8.cpp"),
             (".cpp", ".hpp", ".h", ".cu", ".cuh"), f"pytorch {d.name} source archive",
         )
         files = tuple(f for f in tree.files if not TORCH_CPP_SKIP.search(f.path))
@@ -135,7 +138,8 @@ def add_torch_cpp(out_dir: Path, src: Path, texts: dict) -> tuple[dict[str, list
     out: dict[str, list[dict]] = {}
     have: dict[str, set] = {}
     for m in cpp.values():
-        if m.level == "text" and not any(len(p.strip()) >= 12 for p in m.pieces if isinstance(p, str)):
+        if m.level == "text" and not m.kind.endswith(".append") \
+                and not any(len(p.strip()) >= 12 for p in m.pieces if isinstance(p, str)):
             continue
         rec = to_record(m, texts)
         comp = rec["component"]
@@ -202,7 +206,8 @@ def build_torch(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[di
         out.setdefault(m.component, []).append(to_record(m, texts))
     cpp_records, pieces = [], {}
     for m in cpp.values():
-        if m.level == "text" and not any(len(p.strip()) >= 12 for p in m.pieces if isinstance(p, str)):
+        if m.level == "text" and not m.kind.endswith(".append") \
+                and not any(len(p.strip()) >= 12 for p in m.pieces if isinstance(p, str)):
             continue  # a string built for some other purpose, not a message
         rec = to_record(m, texts)
         pieces[rec["id"]] = m.pieces

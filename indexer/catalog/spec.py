@@ -49,7 +49,7 @@ def torch_component(path: str) -> str:
         return "torch_elastic"
     if path.startswith("torch/utils/"):
         return "other"
-    if path.startswith(("c10/cuda/", "torch/cuda/")) or "CudaIPCTypes" in path or "CUDACachingAllocator" in path:
+    if path.startswith(("c10/cuda/", "torch/cuda/", "aten/src/ATen/")) or "CudaIPCTypes" in path or "CUDACachingAllocator" in path:
         return "cuda"
     return "torch_distributed"
 
