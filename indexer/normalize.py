@@ -127,6 +127,24 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     ("dmesg", re.compile(r"\[\s*(?P<uptime>\d+\.\d+)\] ")),
+    # UCX (src/ucs/debug/log.c): "[host:pid:thread]  file.c:line UCX  ERROR message" after the
+    # "[sec.usec]" above (UCS_LOG_FMT), or "file.c:line UCX ERROR" alone when pasted short; a fatal
+    # error or the signal handler prints "[host:pid:thread:tid] file.c:line message" (ucs_log_fatal_error)
+    (
+        "ucx",
+        re.compile(
+            r"(?:\[(?P<host>[\w.\-]+):\s*(?P<pid>\d+)\s*:(?P<tid>[\w.]+)\]\s+)?"
+            r"(?P<source_location>[\w.\-]+\.(?:c|cc|h|inl):\d+)\s+UC[XSTPM]\w*\s+"
+            r"(?P<level>ERROR|WARN|DIAG|INFO|PRINT|FATAL|DEBUG|TRACE)\s+(?=\S)"
+        ),
+    ),
+    (
+        "ucx_fatal",
+        re.compile(
+            r"\[(?P<host>[\w.\-]+):\s*(?P<pid>\d+)\s*:(?P<tid>[\w.]+):\d+\]\s+"
+            r"(?:(?P<source_location>[\w.\-]+\.(?:c|cc|h|inl):\d+)\s+)?(?=\S)"
+        ),
+    ),
     # ROCm's runtime log (AMD_LOG_LEVEL>0, rocclr/utils/debug.cpp): ":3:hip_module.cpp  :662 :
     # 2786461895 us: [pid:77 tid:0x7f] msg"; older releases print "(%010lld) us" or no time
     (

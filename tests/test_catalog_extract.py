@@ -852,3 +852,67 @@ def test_torch_cpp_append_runs_returned_hints_and_stringified_macro_arguments():
     assert ("return", "\nCUDA kernel errors might be asynchronously reported at some other API call, "
             "so the stacktrace below might be incorrect.") in got
     assert ("TORCH_CHECK", "CUDA error: {at::cuda::blas::_cublasGetErrorEnum(__err)} when calling `{EXPR}`") in got
+
+
+UCX_SOURCE = r'''
+#define UCT_IB_IFACE_FMT "%s:%d/%s"
+static void f(uct_ib_iface_t *iface, int ret, size_t len, ucs_log_level_t log_level)
+{
+    ucs_error("ibv_create_cq(cqe=%d) failed: %m", cqe);
+    ucs_warn("unused environment variable%s: %s", plural, names);
+    ucs_diag("memory is detached - UCX may not work correctly");
+    ucs_fatal("failed to allocate %zu bytes for " UCT_IB_IFACE_FMT, len, UCT_IB_IFACE_ARG(iface));
+    ucs_log(log_level, "%s on " UCT_IB_IFACE_FMT " (synd 0x%x vend 0x%x)",
+            err_info, UCT_IB_IFACE_ARG(iface), synd, vend);
+    ucs_log_fatal_error("Caught signal %d (%s: %s%s)", signo, strsignal(signo), cause, buf);
+    ucs_debug("never in a release build %" PRIu64, n);
+}
+'''
+
+
+def test_ucx_log_calls_levels_and_format_macros():
+    from indexer.catalog.extract import ucx_file
+
+    occ = ucx_file("src/uct/ib/base/ib_iface.c", UCX_SOURCE)
+    assert [o.kind for o in occ] == ["ucs_error", "ucs_warn", "ucs_diag", "ucs_fatal", "ucs_log", "ucs_log_fatal_error"]
+    assert [o.level for o in occ] == ["error", "warning", "diag", "fatal", "error", "fatal"]
+    rx = [re2.compile(to_pattern(list(o.pieces))[0]) for o in occ]
+    # ucs_fatal prepends "Fatal: "; the interface macro expands to "device:port/transport"
+    m = rx[3].search("Fatal: failed to allocate 4096 bytes for mlx5_0:1/rc_mlx5")
+    assert m and m.group("device") == "mlx5_0" and m.group("port") == "1" and m.group("transport") == "rc_mlx5"
+    m = rx[4].search("Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81)")
+    assert m and m.group("device") == "mlx5_0" and m.group("transport") == "IB"
+    assert rx[5].search("Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)")
+
+
+def test_ucx_and_nccl_tests_tags():
+    from indexer.catalog.spec import nccl_tests_tags, ucx_tags
+
+    assert ucx_tags(["v1.7.0", "v1.8.0", "v1.8.1", "v1.9.0-rc1", "v1.9.0", "v1.10.1", "v1.10.0"]) == [
+        "v1.8.1", "v1.9.0", "v1.10.1"]
+    assert nccl_tests_tags(["v2.0.0", "v2.9.0", "v2.10.0", "v2.13.9", "delete"]) == ["v2.10.0", "v2.13.9"]
+
+
+NCCL_TESTS_SOURCE = r'''
+#define NCCLCHECK(cmd) do { ncclResult_t res = cmd; if (res != ncclSuccess) { \
+    printf("%s: Test NCCL failure %s:%d '%s'\n", hostname, __FILE__, __LINE__, ncclGetErrorString(res)); \
+    return testNcclError; } } while(0)
+void report() {
+  len += snprintf(line+len, MAX_LINE-len, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s\n",
+                  rank, color, getpid(), hostname, cudaDev, prop.pciBusID, prop.name);
+  snprintf(name, 64, "%s", other);
+  PRINT("# Avg bus bandwidth    : %g %s\n", bw[0], ok);
+}
+'''
+
+
+def test_nccl_tests_prints_headers_and_failures():
+    from indexer.catalog.extract import nccl_tests_file
+
+    occ = nccl_tests_file("src/common.h", NCCL_TESTS_SOURCE)
+    assert [(o.kind, o.level) for o in occ] == [("printf", "error"), ("snprintf", "print"), ("PRINT", "print")]
+    rx = [re2.compile(to_pattern(list(o.pieces))[0]) for o in occ]
+    assert rx[0].search("node1: Test NCCL failure common.cu:1005 'unhandled system error (run with NCCL_DEBUG=INFO for details)'")
+    m = rx[1].search("#  Rank  0 Group  0 Pid   1320 on ip-172-31-20-228 device  0 [0x00] Tesla V100-SXM2-16GB")
+    assert m and m.group("getpid") == "1320"
+    assert rx[2].search("# Avg bus bandwidth    : 142.652 ")

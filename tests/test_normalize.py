@@ -151,3 +151,15 @@ def test_nccl_prefix_found_behind_unknown_launchers():
 def test_huge_line_without_nccl_prefix_is_cheap_and_intact():
     line = "a:" * 500_000
     assert normalize_line(line).message == line.strip()
+
+
+def test_ucx_log_prefixes_are_peeled():
+    line = normalize_line("[1496344648.548260] [vegas06:14879:0]       dc_verbs.c:614  UCX  ERROR Send completion with error")
+    assert line.message == "Send completion with error"
+    assert line.context["host"] == "vegas06" and line.context["source_location"] == "dc_verbs.c:614"
+    assert line.context["level"] == "error"
+    assert normalize_line("ib_iface.c:618  UCX  WARN  unused env").message == "unused env"
+    fatal = normalize_line("[gpu1:1234 :0:1234] ib_mlx5_log.c:139  Transport retry count exceeded on mlx5_0:1/IB")
+    assert fatal.message == "Transport retry count exceeded on mlx5_0:1/IB" and fatal.context["pid"] == "1234"
+    # a bracketed host:pid pair (Open MPI) is not taken for UCX's four-field prefix
+    assert normalize_line("[node1:01234] pml_ucx.c:273  Error: x").message.startswith("[node1:01234]")

@@ -528,3 +528,82 @@ def linux_file(path: str, text: str) -> list[Occurrence]:
             pieces[0] = pieces[0][2:]  # KERN_CONT and level markers
         out.append(Occurrence(path, call.line, call.function, level, tuple(merge_pieces([head, pieces])), True, name))
     return out
+
+
+# ---- UCX (the transport layer Open MPI, NCCL's UCX plugin and others run on) ----------------
+# src/ucs/debug/log_def.h: ucs_error/ucs_warn/ucs_diag/ucs_info are ucs_log(UCS_LOG_LEVEL_X, ...),
+# printed as "[sec.usec] [host:pid:thread]  file.c:line UCX  LEVEL message" (log.c's UCS_LOG_FMT);
+# ucs_fatal (assert.h) prepends "Fatal: " and, like ucs_log_fatal_error (the signal handler's
+# "Caught signal ..."), prints "[host:pid:thread:tid] file.c:line message" on stderr. Debug and
+# trace levels are off in release builds and not read.
+UCX_CALLS = r"ucs_error|ucs_warn|ucs_diag|ucs_info|ucs_fatal|ucs_log_fatal_error|ucs_log"
+UCX_LEVEL = {"ucs_error": "error", "ucs_warn": "warning", "ucs_diag": "diag", "ucs_info": "info",
+             "ucs_fatal": "fatal", "ucs_log_fatal_error": "fatal"}
+UCX_LOG_LEVEL = {"UCS_LOG_LEVEL_FATAL": "fatal", "UCS_LOG_LEVEL_ERROR": "error", "UCS_LOG_LEVEL_WARN": "warning",
+                 "UCS_LOG_LEVEL_DIAG": "diag", "UCS_LOG_LEVEL_INFO": "info", "UCS_LOG_LEVEL_PRINT": "print"}
+# format macros of the headers (ib_iface.h, uct.h, pgtable.h, ucp_types.h) and the values their
+# _ARG companions pass; a macro not listed stays a wildcard
+_UCX_FMT_MACROS = {"UCT_IB_IFACE_FMT": "%s:%d/%s", "UCT_TL_RESOURCE_DESC_FMT": "%s/%s",
+                   "UCS_PGT_REGION_FMT": "%p [0x%lx..0x%lx]", "UCT_TL_BITMAP_FMT": "0x%lx 0x%lx",
+                   "UCT_IB_MLX5_UMR_MKEY_FMT": "UMR mkey %p index 0x%x"}
+_UCX_ARG_MACROS = {"UCT_IB_IFACE_ARG": ("device", "port", "transport"), "UCT_TL_RESOURCE_DESC_ARG": ("transport", "device"),
+                   "UCS_PGT_REGION_ARG": ("region", "start", "end"), "UCT_TL_BITMAP_ARG": ("bitmap0", "bitmap1")}
+_UCX_FMT = re.compile(r"\b(?:" + "|".join(_UCX_FMT_MACROS) + r")\b")
+_PRI = re.compile(r'"\s*PRI([diouxX])(?:8|16|32|64|PTR|MAX)\s*(")?')
+
+
+def ucx_file(path: str, text: str) -> list[Occurrence]:
+    out = []
+    for call in Source(text).calls(UCX_CALLS):
+        name, args = call.name, [re.sub(r"\\\n\s*", " ", a).strip() for a in call.args]
+        if name == "ucs_log":
+            if len(args) < 2:
+                continue
+            # a level held in a variable (the mlx5 completion-error dump) is an error by default
+            level = UCX_LOG_LEVEL.get(args[0], "error" if not args[0].startswith("UCS_LOG_LEVEL_") else None)
+            fmt_arg, rest = args[1], args[2:]
+        else:
+            level = UCX_LEVEL[name]
+            if not args:
+                continue
+            fmt_arg, rest = args[0], args[1:]
+        if level is None:
+            continue
+        fmt_arg = _PRI.sub(lambda m: "l" + m.group(1) + ("" if m.group(2) else '"'), fmt_arg)
+        fmt_arg = _UCX_FMT.sub(lambda m: '"' + _UCX_FMT_MACROS[m.group(0)] + '"', fmt_arg)
+        expanded = []
+        for a in rest:
+            m = re.fullmatch(r"(\w+_ARG)\((.*)\)", a, re.S)
+            expanded += list(_UCX_ARG_MACROS[m.group(1)]) if m and m.group(1) in _UCX_ARG_MACROS else [a]
+        pieces = printf_from_args(fmt_arg, expanded)
+        if not pieces:
+            continue
+        if name == "ucs_fatal":
+            pieces = merge_pieces([["Fatal: "], pieces])
+        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), True, name))
+    return out
+
+
+# ---- nccl-tests / rccl-tests (the all_reduce_perf family) ------------------------------------
+# src/common.cu (and common.h): PRINT(...) is printf on rank 0 of the MPI job, the header and
+# result lines start with "#"; the failure macros (NCCLCHECK, CUDACHECK, TESTCHECK) printf
+# "Test NCCL failure %s:%d '%s'" etc. Every printf of a format literal is read.
+NCCLTESTS_CALLS = r"PRINT|printf|fprintf|sprintf|snprintf"
+
+
+def nccl_tests_file(path: str, text: str) -> list[Occurrence]:
+    out = []
+    for call in Source(text).calls(NCCLTESTS_CALLS):
+        args = [re.sub(r"\\\n\s*", " ", a).strip() for a in call.args]
+        at = {"fprintf": 1, "sprintf": 1, "snprintf": 2}.get(call.name, 0)
+        if len(args) <= at:
+            continue
+        if call.name in ("sprintf", "snprintf") and not args[at].lstrip().startswith('"#'):
+            continue  # only the header lines built in a buffer (the per-rank device list) are printed
+        pieces = printf_from_args(args[at], args[at + 1:])
+        if not pieces or not meaningful(tuple(pieces), 8):
+            continue
+        fixed = " ".join(p for p in pieces if isinstance(p, str)).lower()
+        level = "error" if (re.search(r"failure|error|invalid", fixed) or call.name == "fprintf") else "print"
+        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), True, call.name))
+    return out

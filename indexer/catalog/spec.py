@@ -237,3 +237,29 @@ LINUX_PARTS = {
     "rocm": ("drivers/gpu/drm/amd/amdgpu", "drivers/gpu/drm/scheduler"),
 }
 LINUX_SKIP = re.compile(r"/(?:tests?|selftests)/|_test\.c$")
+
+
+def ucx_tags(tags: list[str]) -> list[str]:
+    """UCX releases from v1.8.0 (2020) on: the last patch release of each minor version."""
+    last: dict[tuple, tuple] = {}
+    for t in tags:
+        if re.fullmatch(r"v\d+\.\d+\.\d+", t) and version_key(t) >= (1, 8):
+            key = version_key(t)
+            if key[:2] not in last or key > last[key[:2]][0]:
+                last[key[:2]] = (key, t)
+    return [t for _, t in sorted(last.values())]
+
+
+# UCX's utility layer (logging, signals, memory hooks, config), the InfiniBand/RoCE, TCP, CUDA
+# and ROCm transports and the protocol layer Open MPI's pml/ucx drives; not its tools or tests
+UCX_UNDER = ("src/ucs", "src/uct/base", "src/uct/ib", "src/uct/tcp", "src/uct/cuda", "src/uct/rocm", "src/ucp")
+UCX_SKIP = re.compile(r"/(?:tests?|gtest|examples?|tools)/|/ucs/(?:stats|profile|vfs)/")
+
+
+def nccl_tests_tags(tags: list[str]) -> list[str]:
+    """nccl-tests releases from v2.10.0 on (v2.0.0/v2.9.0 predate its current output format)."""
+    return [t for t in tags if re.fullmatch(r"v\d+\.\d+\.\d+", t) and version_key(t) >= (2, 10)]
+
+
+NCCL_TESTS_UNDER = ("src/common.cu", "src/common.h", "src/timer.cc", "verifiable/verifiable.cu")
+NCCL_TESTS_SKIP = re.compile(r"$^")
