@@ -877,11 +877,11 @@ def test_ucx_log_calls_levels_and_format_macros():
     assert [o.kind for o in occ] == ["ucs_error", "ucs_warn", "ucs_diag", "ucs_fatal", "ucs_log", "ucs_log_fatal_error"]
     assert [o.level for o in occ] == ["error", "warning", "diag", "fatal", "error", "fatal"]
     rx = [re2.compile(to_pattern(list(o.pieces))[0]) for o in occ]
-    # ucs_fatal prepends "Fatal: "; the interface macro expands to "device:port/transport"
-    m = rx[3].search("Fatal: failed to allocate 4096 bytes for mlx5_0:1/rc_mlx5")
-    assert m and m.group("device") == "mlx5_0" and m.group("port") == "1" and m.group("transport") == "rc_mlx5"
+    # ucs_fatal prepends "Fatal: "; the interface macro expands to "device:port/IB|RoCE"
+    m = rx[3].search("Fatal: failed to allocate 4096 bytes for mlx5_2:1/RoCE")
+    assert m and m.group("device") == "mlx5_2" and m.group("port") == "1" and m.group("link_layer") == "RoCE"
     m = rx[4].search("Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81)")
-    assert m and m.group("device") == "mlx5_0" and m.group("transport") == "IB"
+    assert m and m.group("device") == "mlx5_0" and m.group("link_layer") == "IB"
     assert rx[5].search("Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)")
 
 

@@ -542,11 +542,12 @@ UCX_LEVEL = {"ucs_error": "error", "ucs_warn": "warning", "ucs_diag": "diag", "u
 UCX_LOG_LEVEL = {"UCS_LOG_LEVEL_FATAL": "fatal", "UCS_LOG_LEVEL_ERROR": "error", "UCS_LOG_LEVEL_WARN": "warning",
                  "UCS_LOG_LEVEL_DIAG": "diag", "UCS_LOG_LEVEL_INFO": "info", "UCS_LOG_LEVEL_PRINT": "print"}
 # format macros of the headers (ib_iface.h, uct.h, pgtable.h, ucp_types.h) and the values their
-# _ARG companions pass; a macro not listed stays a wildcard
+# _ARG companions pass (ib_iface.h: the device name, the port number and "IB" or "RoCE"); a
+# macro not listed stays a wildcard
 _UCX_FMT_MACROS = {"UCT_IB_IFACE_FMT": "%s:%d/%s", "UCT_TL_RESOURCE_DESC_FMT": "%s/%s",
                    "UCS_PGT_REGION_FMT": "%p [0x%lx..0x%lx]", "UCT_TL_BITMAP_FMT": "0x%lx 0x%lx",
                    "UCT_IB_MLX5_UMR_MKEY_FMT": "UMR mkey %p index 0x%x"}
-_UCX_ARG_MACROS = {"UCT_IB_IFACE_ARG": ("device", "port", "transport"), "UCT_TL_RESOURCE_DESC_ARG": ("transport", "device"),
+_UCX_ARG_MACROS = {"UCT_IB_IFACE_ARG": ("device", "port", "link_layer"), "UCT_TL_RESOURCE_DESC_ARG": ("transport", "device"),
                    "UCS_PGT_REGION_ARG": ("region", "start", "end"), "UCT_TL_BITMAP_ARG": ("bitmap0", "bitmap1")}
 _UCX_FMT = re.compile(r"\b(?:" + "|".join(_UCX_FMT_MACROS) + r")\b")
 _PRI = re.compile(r'"\s*PRI([diouxX])(?:8|16|32|64|PTR|MAX)\s*(")?')
