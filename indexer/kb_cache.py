@@ -30,7 +30,9 @@ import pydantic
 from indexer import paths
 from indexer.kb_loader import KnowledgeBase, kb_digest, load_kb
 
-FORMAT = 5  # 5: three files: curated, catalogue that answers (its records as dicts), records awaiting text
+# 5: three files: curated, catalogue that answers (its records as dicts), records awaiting text;
+# 6: the catalogue's entries and records one pickled blob each, and the pattern set's columns
+FORMAT = 6
 KEEP = 8
 
 
@@ -96,6 +98,12 @@ def _parts(kb_dir: Path) -> tuple[tuple[dict, list, list], dict]:
 
 def _store(kb: KnowledgeBase, path: Path) -> None:
     first, rest, unwritten = kb.split()
+    if kb.compiled is not None:
+        from indexer.patterns import PatternSet
+
+        # the explainer's set over every entry, as plain columns: a process that needs the
+        # catalogue builds its set from these without unpickling 20,000 entries
+        rest = (*rest[:3], PatternSet([l.entry for l in kb.compiled]).columns())
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # the later parts first: a first part on disk always has its parts beside it

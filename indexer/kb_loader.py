@@ -7,6 +7,8 @@ tree (which carries marks) instead of calling ``yaml.safe_load`` and losing posi
 from __future__ import annotations
 
 import hashlib
+import pickle
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -51,6 +53,72 @@ class LoadedEntry:
         return self.line
 
 
+class _Blobs:
+    """Pickled items and the ones already unpickled, shared by every view of them."""
+
+    __slots__ = ("blobs", "items")
+
+    def __init__(self, blobs: list[bytes]) -> None:
+        self.blobs = blobs
+        self.items: list = [None] * len(blobs)
+
+    def get(self, index: int) -> Any:
+        item = self.items[index]
+        if item is None:
+            item = self.items[index] = pickle.loads(self.blobs[index])
+        return item
+
+
+class LazyEntries(Sequence):
+    """A list of loaded entries whose tail stays pickled, one blob per entry, until used.
+
+    The KB cache keeps the catalogue's 20,000 entries this way: unpickling them all costs
+    about a second and a half, and a line the catalogue answers needs one of them. Reading
+    every item (iteration, ``list(...)``) unpickles the rest once."""
+
+    def __init__(self, blobs: "list[bytes] | _Blobs", head: Sequence = ()) -> None:
+        self._store = blobs if isinstance(blobs, _Blobs) else _Blobs(list(blobs))
+        self._head = list(head)
+
+    @classmethod
+    def of(cls, items: Sequence) -> "LazyEntries":
+        if isinstance(items, LazyEntries) and not items._head:
+            return items
+        return cls([pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) for item in items])
+
+    def __len__(self) -> int:
+        return len(self._head) + len(self._store.blobs)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if index < len(self._head):
+            return self._head[index]
+        if not 0 <= index - len(self._head) < len(self._store.blobs):
+            raise IndexError(index)
+        return self._store.get(index - len(self._head))
+
+    def __iter__(self):
+        yield from self._head
+        get = self._store.get
+        for index in range(len(self._store.blobs)):
+            yield get(index)
+
+    def __radd__(self, other: Sequence) -> "LazyEntries":
+        return LazyEntries(self._store, head=[*other, *self._head])
+
+    def __add__(self, other: Sequence) -> list:
+        return [*self, *other]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (list, LazyEntries)) and list(self) == list(other)
+
+    def __reduce__(self):
+        return (LazyEntries, (self._store.blobs, self._head))
+
+
 class KnowledgeBase:
     """The loaded KB: curated entries, findings, the digest of what it was loaded from, and the
     source catalogue (every record by id; those that can answer a line as entries ranked
@@ -79,20 +147,29 @@ class KnowledgeBase:
         # entries, compiled catalogue), and () -> the records still awaiting text
         self._rest: Callable[[], tuple[dict, list, list]] | None = None
         self._unwritten: Callable[[], dict] | None = None
-        # records of the second part, kept as the plain dicts they were stored as: unpickling
-        # 11,000 pydantic records costs ten times their dicts, and an answer needs one of them
-        self._raw: dict[str, dict] = {}
+        # records of the second part, kept as the bytes they were stored as: unpickling 18,000
+        # records costs a second, and an answer needs one of them
+        self._raw: dict[str, bytes | dict] = {}
+        # the pattern set's inputs for ``compiled`` (curated then catalogue), from the KB cache:
+        # the explainer builds its set from them without unpickling the catalogue's entries
+        self.match_columns: Any = None
 
     # ---- the catalogue, completed on first use ------------------------------------------------
     def _complete(self) -> None:
         """Everything that can answer a line: the catalogue entries and their records."""
         rest, self._rest = self._rest, None
         if rest is not None:
-            records, catalog, compiled_catalog = rest()
+            records, catalog, compiled_catalog, *columns = rest()
             self._raw = {k: v for k, v in records.items() if k not in self._records}
             self._catalog = catalog
             if self._compiled is not None:
-                self._compiled = self._compiled + compiled_catalog
+                curated = len(self._compiled)
+                self._compiled = self._compiled + (catalog if compiled_catalog is None else compiled_catalog)
+                found = columns[0] if columns else None
+                if found is not None and len(found.ids) == len(self._compiled) and all(
+                    found.ids[i] == l.entry.id for i, l in enumerate(self._compiled[:curated])
+                ):
+                    self.match_columns = found
 
     def _complete_records(self) -> None:
         """And the records that answer nothing yet (kb check, the index build, links)."""
@@ -101,7 +178,7 @@ class KnowledgeBase:
             from indexer.catalog.records import CatalogRecord
 
             raw, self._raw = self._raw, {}
-            self._records = {**self._records, **{k: CatalogRecord.model_validate(v) for k, v in raw.items()}}
+            self._records = {**self._records, **{k: CatalogRecord.model_validate(_plain(v)) for k, v in raw.items()}}
         unwritten, self._unwritten = self._unwritten, None
         if unwritten is not None:
             self._records = {**self._records, **unwritten()}
@@ -158,7 +235,7 @@ class KnowledgeBase:
             if rec is None and entry_id in self._raw:
                 from indexer.catalog.records import CatalogRecord
 
-                rec = self._records[entry_id] = CatalogRecord.model_validate(self._raw.pop(entry_id))
+                rec = self._records[entry_id] = CatalogRecord.model_validate(_plain(self._raw.pop(entry_id)))
         return rec
 
     def _curated_ids(self) -> set[str]:
@@ -179,10 +256,14 @@ class KnowledgeBase:
             records={k: v for k, v in self._records.items() if k in linked}, catalog=[],
             compiled=None if self._compiled is None else [l for l in self._compiled if l.entry.id in curated_ids],
         )
-        written = {k: v.model_dump(mode="json", exclude_none=True)
+        written = {k: pickle.dumps(v.model_dump(mode="json", exclude_none=True), protocol=pickle.HIGHEST_PROTOCOL)
                    for k, v in self._records.items() if v.has_text and k not in linked}
-        rest = (written, self._catalog,
-                [] if self._compiled is None else [l for l in self._compiled if l.entry.id not in curated_ids])
+        catalog = LazyEntries.of(self._catalog)
+        compiled_catalog = [] if self._compiled is None else [l for l in self._compiled if l.entry.id not in curated_ids]
+        same = len(compiled_catalog) == len(self._catalog) and all(
+            a is b for a, b in zip(compiled_catalog, self._catalog)
+        )
+        rest = (written, catalog, None if same else LazyEntries.of(compiled_catalog), None)
         unwritten = {k: v for k, v in self._records.items() if not v.has_text and k not in linked}
         return first, rest, unwritten
 
@@ -199,6 +280,10 @@ class KnowledgeBase:
 
     def by_id(self) -> dict[str, LoadedEntry]:
         return {loaded.entry.id: loaded for loaded in self.entries}
+
+
+def _plain(raw: "bytes | dict") -> dict:
+    return pickle.loads(raw) if isinstance(raw, bytes) else raw
 
 
 class KBLoadError(Exception):

@@ -245,24 +245,36 @@ class FilteredSet:
         self._patterns.append(pattern)
         return len(self._patterns) - 1
 
-    def Compile(self) -> None:  # noqa: N802
-        found = prefilters([set_form(p) for p in self._patterns])
-        self._required = [words for words, _ in found]
-        self._literal = [literal for _, literal in found]
+    def Compile(self, state: tuple | None = None) -> None:  # noqa: N802
+        """``state``: what ``state()`` gave for these same patterns (a KB cache keeps it), so
+        the prefilters and buckets are not worked out again."""
+        if state is None:
+            found = prefilters([set_form(p) for p in self._patterns])
+            self._required = [words for words, _ in found]
+            self._literal = [literal for _, literal in found]
+            seen: dict[str, int] = {}
+            for words in self._required:
+                for w in words:
+                    seen[w] = seen.get(w, 0) + 1
+            for index, words in enumerate(self._required):
+                if words:
+                    rarest = min(words, key=lambda w: (seen[w], w))
+                    self._buckets.setdefault(rarest, []).append(index)
+                else:
+                    self._in_set.append(index)
+        else:
+            self._required, self._literal, self._buckets, self._in_set = state
+            if len(self._required) != len(self._patterns):
+                raise ValueError("FilteredSet state is for another pattern list")
+        for index in self._in_set:
+            self._set.Add(set_form(self._patterns[index]))
         self._checks = [None] * len(self._patterns)
-        seen: dict[str, int] = {}
-        for words in self._required:
-            for w in words:
-                seen[w] = seen.get(w, 0) + 1
-        for index, words in enumerate(self._required):
-            if words:
-                rarest = min(words, key=lambda w: (seen[w], w))
-                self._buckets.setdefault(rarest, []).append(index)
-            else:
-                self._set.Add(set_form(self._patterns[index]))
-                self._in_set.append(index)
         self._set.Compile()
         self._parser = None
+
+    def state(self) -> tuple:
+        """The compiled prefilters and buckets, plain data for ``Compile(state=...)``."""
+        return self._required, self._literal, self._buckets, self._in_set
 
     def _check(self, index: int):
         check = re2.Set.SearchSet(self._options)
@@ -294,31 +306,60 @@ class FilteredSet:
         return len(self._patterns)
 
 
+@dataclass
+class MatchColumns:
+    """A pattern set's inputs as plain lists: entry ids, patterns, the context rules of the
+    entries that have any (by index), priorities, and ``FilteredSet.state()`` (None: work it out)."""
+
+    ids: list[str]
+    patterns: list[str]
+    contexts: dict[int, dict[str, str]]
+    priorities: list[int]
+    state: tuple | None = None
+
+    @classmethod
+    def of(cls, entries: Sequence[PatternEntry]) -> "MatchColumns":
+        return cls(
+            [e.id for e in entries], [e.pattern for e in entries],
+            {i: dict(e.context) for i, e in enumerate(entries) if e.context}, [e.priority for e in entries],
+        )
+
+
 class PatternSet:
     """Match a message against every entry at once; the highest-priority match wins."""
 
-    def __init__(self, entries: Sequence[PatternEntry]) -> None:
-        self.entries = list(entries)
+    def __init__(self, entries: Sequence[PatternEntry], columns: "MatchColumns | None" = None) -> None:
+        """``columns``: the entries' patterns, context rules, priorities and prefilter state,
+        when a KB cache holds them: then no entry is read here (a catalogue of 20,000 stays
+        in its pickled bytes until a line needs one), and ``entries`` may be any sequence."""
+        self.entries = entries if columns is not None else list(entries)
+        if columns is None:
+            columns = MatchColumns.of(self.entries)
+        self._patterns = columns.patterns
         # Single regexes are compiled when first needed (group extraction): thousands of
         # catalogue patterns would otherwise cost a start-up that most runs never use.
-        self._compiled: list = [None] * len(self.entries)
+        self._compiled: list = [None] * len(self._patterns)
         self._context_rules: dict[int, list[tuple[str, object]]] = {}
         self._set = FilteredSet()
-        for index, entry in enumerate(self.entries):
-            self._set._patterns.append(entry.pattern)  # compiled when first a candidate (kb check compiles them all)
-            if entry.context:
-                try:
-                    self._context_rules[index] = [
-                        (key, compile_pattern(rx)) for key, rx in entry.context.items()
-                    ]
-                except Exception as exc:
-                    raise PatternCompileError(index, f"{entry.id}: context: {exc}") from exc
+        self._set._patterns = list(self._patterns)  # compiled when first a candidate (kb check compiles them all)
+        for index, rules in columns.contexts.items():
+            try:
+                self._context_rules[index] = [(key, compile_pattern(rx)) for key, rx in rules.items()]
+            except Exception as exc:
+                raise PatternCompileError(index, f"{columns.ids[index]}: context: {exc}") from exc
         try:
-            self._set.Compile()
+            self._set.Compile(columns.state)
         except Exception as exc:  # re2.error and the Set's own ValueError, from the shared set
             raise PatternCompileError(-1, str(exc)) from exc
         # Earlier entries win ties; kb check forbids ties that any example can hit.
-        self._order = {i: (-e.priority, i) for i, e in enumerate(self.entries)}
+        self._priorities = columns.priorities
+        self._order = (lambda i: (-self._priorities[i], i))
+
+    def columns(self) -> "MatchColumns":
+        """What rebuilds this set without reading its entries (for a KB cache)."""
+        ids = [e.id for e in self.entries]
+        contexts = {i: dict(self.entries[i].context) for i in self._context_rules}
+        return MatchColumns(ids, list(self._patterns), contexts, list(self._priorities), self._set.state())
 
     def matching(self, message: str, context: dict[str, str] | None = None) -> list[int]:
         """Indices of all entries whose pattern occurs in ``message`` (and whose context
@@ -329,7 +370,7 @@ class PatternSet:
         if self._context_rules:
             ctx = context or {}
             hits = [h for h in hits if self._context_ok(h, ctx)]
-        return sorted(hits, key=self._order.__getitem__)
+        return sorted(hits, key=self._order)
 
     def _context_ok(self, index: int, context: dict[str, str]) -> bool:
         rules = self._context_rules.get(index)
@@ -337,20 +378,10 @@ class PatternSet:
             return True
         return all(key in context and rx.search(context[key]) for key, rx in rules)
 
-    def _check(self, index: int):
-        check = re2.Set.SearchSet(_OPTIONS)
-        try:
-            check.Add(set_form(self.entries[index].pattern))
-        except Exception as exc:  # re2.error and the Set's own ValueError
-            raise PatternCompileError(index, f"{self.entries[index].id}: {exc}") from exc
-        check.Compile()
-        self._checks[index] = check
-        return check
-
     def compiled(self, index: int):
         rx = self._compiled[index]
         if rx is None:
-            rx = self._compiled[index] = compile_pattern(self.entries[index].pattern)
+            rx = self._compiled[index] = compile_pattern(self._patterns[index])
         return rx
 
     def groups(self, index: int, message: str) -> dict[str, str]:

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable, Hashable, Sequence
 
@@ -129,6 +130,40 @@ class IndexUnavailable(RuntimeError):
         self.reason = reason
 
 
+class _EntryView(Sequence):
+    """``[l.entry for l in loaded]`` without reading the items before they are used."""
+
+    def __init__(self, loaded: Sequence) -> None:
+        self._loaded = loaded
+
+    def __len__(self) -> int:
+        return len(self._loaded)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [l.entry for l in self._loaded[index]]
+        return self._loaded[index].entry
+
+
+class _ById(Mapping):
+    """Entries by id, reading an entry only when it is asked for."""
+
+    def __init__(self, ids: list[str], entries: Sequence[PatternEntry]) -> None:
+        self._index: dict[str, int] = {}
+        for i, entry_id in enumerate(ids):
+            self._index[entry_id] = i  # the last of a repeated id, as a dict comprehension keeps it
+        self._entries = entries
+
+    def __getitem__(self, key: str) -> PatternEntry:
+        return self._entries[self._index[key]]
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
 class Explainer:
     """Explain lines against one KB. Thread-safe; one instance per process is the intent.
 
@@ -181,22 +216,31 @@ class Explainer:
         self.semantic_budget: SemanticBudget | None = None
 
     # ---- every entry: curated ones, then catalogue records ----------------------------------
-    def _everything(self) -> tuple[list[PatternEntry], dict[str, PatternEntry], PatternSet]:
+    def _everything(self) -> tuple[Sequence[PatternEntry], Mapping[str, PatternEntry], PatternSet]:
         if self._all is None:
             with self._all_lock:
                 if self._all is None:
                     compiled = self.kb.compiled if self.kb.compiled is not None else compilable(self.kb)
-                    entries = [l.entry for l in compiled]
-                    self._all = (entries, {e.id: e for e in entries}, PatternSet(entries))
+                    columns = self.kb.match_columns
+                    if columns is not None and len(columns.ids) == len(compiled):
+                        # from the KB cache: entries stay pickled until a line needs one
+                        entries: Sequence[PatternEntry] = _EntryView(compiled)
+                        by_id: Mapping[str, PatternEntry] = _ById(columns.ids, entries)
+                        patterns = PatternSet(entries, columns)
+                    else:
+                        entries = [l.entry for l in compiled]
+                        by_id = {e.id: e for e in entries}
+                        patterns = PatternSet(entries)
+                    self._all = (entries, by_id, patterns)
         return self._all
 
     @property
-    def entries(self) -> list[PatternEntry]:
+    def entries(self) -> Sequence[PatternEntry]:
         """Every entry in tier order (curated, then catalogue); indices are ``patterns``'."""
         return self._everything()[0]
 
     @property
-    def by_id(self) -> dict[str, PatternEntry]:
+    def by_id(self) -> Mapping[str, PatternEntry]:
         return self._everything()[1]
 
     @property

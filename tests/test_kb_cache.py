@@ -102,6 +102,35 @@ def test_the_catalogue_part_is_read_only_when_a_line_needs_it(kb_with_catalog, t
     assert [e.id for e in ex.entries] == ["demo.affinity", "nccl.net_ib.0badc0de"]
 
 
+def test_a_catalogue_answer_unpickles_only_the_entries_it_needs(kb_with_catalog, tmp_path, monkeypatch):
+    """From the cache, the pattern set is built from stored columns: answering a line reads
+    the one catalogue entry that matched, and the answer is the one a fresh load gives."""
+    import json
+
+    from indexer.kb_loader import LazyEntries
+    from service.explainer import Explainer
+
+    more = [dict(RECORD, id=f"nccl.net_ib.{i:08x}", format=f"NET/IB : gadget {i} {{x}}",
+                 pattern=rf"^NET/IB : gadget {i} (?P<x>\S+)\s*$",
+                 example={"line": f"NET/IB : gadget {i} foo", "constructed": True}) for i in range(40)]
+    with open(kb_with_catalog / "catalog" / "nccl.jsonl", "a", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(r) + "\n" for r in more)
+    line = "h:1:2 [2] NCCL WARN NET/IB : gadget 7 bar"
+    monkeypatch.setenv("EXPLAINLOG_CACHE", str(tmp_path / "first"))  # a first load parses the YAML
+    fresh = Explainer(kb_with_catalog, index_policy="refuse").explain_many([line], semantic=False)[0]
+    monkeypatch.setenv("EXPLAINLOG_CACHE", str(tmp_path / "cache"))
+    kb_cache.load_kb_cached(kb_with_catalog)
+    ex = Explainer(kb_with_catalog, index_policy="refuse")
+    answer = ex.explain_many([line], semantic=False)[0]
+    assert answer == fresh and answer["pattern_id"] == "nccl.net_ib.00000007" and answer["tier"] == "catalog"
+    assert ex.kb.match_columns is not None
+    catalog = ex.kb.catalog
+    assert isinstance(catalog, LazyEntries) and len(catalog) == 41
+    assert sum(item is not None for item in catalog._store.items) == 1  # only the entry that matched
+    assert [e.id for e in ex.entries][-1] == "nccl.net_ib.00000027"  # reading all still works, in order
+    assert ex.by_id["nccl.net_ib.00000003"].pattern.startswith("^NET/IB : gadget 3 ")
+
+
 @pytest.mark.parametrize("damage", ["missing", "corrupt"])
 def test_a_lost_catalogue_part_is_read_from_the_kb(kb_with_catalog, tmp_path, damage):
     cache = tmp_path / "cache"
