@@ -57,10 +57,11 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         # c10 logging in PyTorch >= 2.0: "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] ",
-        # and the older "[W socket.cpp:558] " / "[E ProcessGroupNCCL.cpp:475] ".
+        # and the older "[W socket.cpp:558] " / "[E ProcessGroupNCCL.cpp:475] ". The date is
+        # (month + 1) * 100 + day, not padded (c10/util/Logging.cpp): "[E304 ..." is March 4.
         "c10",
         re.compile(
-            r"\[(?P<level>[IWEF])(?:(?P<date>\d{4}) (?P<time>\d{2}:\d{2}:\d{2}\.\d+)(?: (?P<tid>\d+))?)? ?"
+            r"\[(?P<level>[IWEF])(?:(?P<date>\d{3,4}) (?P<time>\d{2}:\d{2}:\d{2}\.\d+)(?: (?P<tid>\d+))?)? ?"
             r"(?P<source_location>[\w./\-]+:\d+)\] "
         ),
     ),
@@ -198,11 +199,27 @@ NCCL_ANYWHERE = re.compile(
 NCCL_HEAD = 400
 
 
+# Other prefixes distinctive enough to be found behind a short head no rule knows (a job or
+# container name a log collector put first: "pytorch [I socket.cpp:440] ...", torchx's
+# "trainer/0 (CommandActor pid=494406) INFO:torch.distributed...:"): c10's bracketed location,
+# a Ray actor's "(Name pid=N)", Python's basicConfig "LEVEL:dotted.logger:".
+KNOWN_AFTER_HEAD = re.compile(
+    r"\s(?=\[[IWEF](?:\d{3,4} \d{2}:\d{2}:\d{2}\.\d+(?: \d+)?)? ?[\w./\-]+\.(?:cpp|cc|cu|hpp|h|c):\d+\] \S"
+    r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:-]+)?\) \S"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[A-Za-z_]\w*(?:\.\w+)+:\S)"
+)
+HEAD_LIMIT = 48  # a head longer than this, or of more than two words, is left alone
+_HEAD = re.compile(r"[\w./@-]+(?: [\w./@-]+)?")  # words without colons or brackets: not a message
+
+
 def _skip_unknown_launcher(text: str, context: dict[str, str]) -> str:
-    if " NCCL " not in text[:NCCL_HEAD]:
-        return text
-    match = NCCL_ANYWHERE.search(text, 0, NCCL_HEAD)
-    if match and match.end() > 0:
+    if " NCCL " in text[:NCCL_HEAD]:
+        match = NCCL_ANYWHERE.search(text, 0, NCCL_HEAD)
+        if match and match.end() > 0:
+            context["launcher_prefix"] = text[: match.end()].strip()
+            return text[match.end():]
+    match = KNOWN_AFTER_HEAD.search(text, 0, HEAD_LIMIT + 1)
+    if match and _HEAD.fullmatch(text, 0, match.start()):
         context["launcher_prefix"] = text[: match.end()].strip()
         return text[match.end():]
     return text

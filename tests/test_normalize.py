@@ -148,6 +148,30 @@ def test_nccl_prefix_found_behind_unknown_launchers():
     assert half.message == "Using network IB" and half.context["device"] == "0"
 
 
+def test_c10_date_is_month_times_100_plus_day_unpadded():
+    # c10/util/Logging.cpp prints (tm_mon + 1) * 100 + tm_mday: three digits from January to September
+    march = normalize_line("[W917 03:12:55.120044871 socket.cpp:752] [c10d] The client socket has timed out")
+    assert march.message == "The client socket has timed out"
+    assert march.context["level"] == "warning" and march.context["source_location"] == "socket.cpp:752"
+
+
+def test_known_prefix_found_behind_a_short_unknown_head():
+    # a job or container name a log collector put first, then a prefix a rule knows
+    c10 = normalize_line("trainer [E ProcessGroupNCCL.cpp:1191] [Rank 3] Watchdog caught collective operation timeout")
+    assert c10.message.startswith("[Rank 3] Watchdog") and c10.context["launcher_prefix"] == "trainer"
+    ray = normalize_line("worker/3 (TorchActor pid=1200) WARNING:torch.distributed.run:Setting OMP_NUM_THREADS")
+    assert ray.message == "Setting OMP_NUM_THREADS" and ray.context["level"] == "warning"
+    assert ray.context["pid"] == "1200" and ray.context["launcher_prefix"] == "worker/3"
+    # a message is not cut: a head with a colon, a bracket or more than two words is left alone
+    for raw in (
+        "RuntimeError: the worker (Actor pid=12) died",
+        "a longer sentence in which [I socket.cpp:10] appears",
+        "[Rank 0] see [W socket.cpp:10] below",
+    ):
+        n = normalize_line(raw)
+        assert n.message == raw and "launcher_prefix" not in n.context, raw
+
+
 def test_huge_line_without_nccl_prefix_is_cheap_and_intact():
     line = "a:" * 500_000
     assert normalize_line(line).message == line.strip()
