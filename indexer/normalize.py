@@ -73,6 +73,34 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
             r"|(?P<logger>[\w.]+): \[(?P<level2>" + _LEVELS + r")\] )"
         ),
     ),
+    # Hydra's job logging ("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s", the default
+    # of every Hydra app: NeMo, many training scripts) and its "[time][LEVEL][file.py:N] - " kin
+    (
+        "hydra",
+        re.compile(
+            r"\[(?P<timestamp>\d{4}-\d{2}-\d{2}[ T,]\d{2}:\d{2}:\d{2}(?:[,.]\d+)?)\]"
+            r"\[(?:(?P<level>" + _LEVELS + r")\]\[(?P<source_location>[\w./\-]+:\d+)"
+            r"|(?P<logger>[\w.\-]+)\]\[(?P<level2>" + _LEVELS + r"))\](?: -)?\s+(?=\S)"
+        ),
+    ),
+    # NeMo's logging (nemo/utils/formatters/base.py): "[NeMo I 2024-05-01 10:00:00 exp_manager:374] ",
+    # with " rank:N" in its debug form or "[func()]" after a relative path
+    (
+        "nemo",
+        re.compile(
+            r"\[NeMo (?P<level>[DIWEC]) (?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) "
+            r"(?P<source_location>[\w./\-]+:\d+)(?: rank:(?P<rank>\d+))?\](?:\[(?P<function>[\w<>.]+)\(\)\])?\s*(?=\S)"
+        ),
+    ),
+    # rich's RichHandler: an optional "[02/13/24 17:03:44]" column, the level padded to eight,
+    # the message, and the caller's "file.py:N" at the right edge (peeled in normalize_line)
+    (
+        "rich",
+        re.compile(
+            r"(?:\[(?P<timestamp>\d{2}/\d{2}/\d{2,4} \d{2}:\d{2}:\d{2})\]\s+)?"
+            r"(?P<level>DEBUG {4}|INFO {5}|WARNING {2}|ERROR {4}|CRITICAL )(?=\S)"
+        ),
+    ),
     # std::terminate's report of an uncaught C++ exception: "  what():  <the exception's message>"
     ("cpp_what", re.compile(r"what\(\):\s+(?=\S)")),
     # a bare bracketed timestamp some launchers and log shippers put in front ("[2026-08-23 09:56:59] ")
@@ -157,7 +185,9 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
     ),
 ]
 
-_LEVEL_NAMES = {"I": "info", "W": "warning", "E": "error", "F": "fatal", "WARN": "warning"}
+_LEVEL_NAMES = {"I": "info", "W": "warning", "E": "error", "F": "fatal", "D": "debug", "C": "critical", "WARN": "warning"}
+# where rich puts the caller: two or more spaces, then "file.py:N" at the end of the line
+_RICH_LOCATION = re.compile(r"\s{2,}(?P<source_location>[\w.\-]+\.py:\d+)\s*$")
 
 
 @dataclass
@@ -185,6 +215,7 @@ def _merge(context: dict[str, str], rule: str, groups: dict[str, str | None]) ->
         if key == "time" and groups.get("date"):
             key, value = "timestamp", f"{groups['date']} {value}"
         if key == "level":
+            value = value.strip()
             value = _LEVEL_NAMES.get(value, value.lower())
         context.setdefault(key, value)
     context.setdefault("format", rule)
@@ -240,6 +271,11 @@ def normalize_line(raw: str) -> NormalizedLine:
             context, text = probe_context, ""
             formats += probe_formats
             context["prefix_only"] = "1"
+    if "rich" in formats:
+        located = _RICH_LOCATION.search(text)
+        if located and located.start() > 0:
+            context.setdefault("source_location", located.group("source_location"))
+            text = text[: located.start()]
     if formats:
         context["format"] = "+".join(formats)
     return NormalizedLine(raw=raw, message=text, context=context)

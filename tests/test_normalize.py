@@ -172,6 +172,28 @@ def test_known_prefix_found_behind_a_short_unknown_head():
         assert n.message == raw and "launcher_prefix" not in n.context, raw
 
 
+def test_hydra_nemo_and_rich_logging_prefixes():
+    hydra = normalize_line("[2025-03-01 08:15:02,118][megatron.training][WARNING] - Loss scale lowered to 512.0")
+    assert hydra.message == "Loss scale lowered to 512.0"
+    assert hydra.context["logger"] == "megatron.training" and hydra.context["level"] == "warning"
+    located = normalize_line("[2025-03-01 08:15:02.118001][INFO][indexed_dataset.py:412] -  > reading sizes")
+    assert located.message == "> reading sizes" and located.context["source_location"] == "indexed_dataset.py:412"
+    nemo = normalize_line("[NeMo W 2025-03-01 08:15:02 megatron_gpt_model:1201] Using fused attention")
+    assert nemo.message == "Using fused attention"
+    assert nemo.context["level"] == "warning" and nemo.context["source_location"] == "megatron_gpt_model:1201"
+    ranked = normalize_line("[NeMo D 2025-03-01 08:15:02 utils:88 rank:3] Building dataset")
+    assert ranked.message == "Building dataset" and ranked.context["rank"] == "3" and ranked.context["level"] == "debug"
+    # rich: the level padded to eight, the caller's file at the right edge
+    rich = normalize_line("WARNING  Gradient accumulation is not supported here         accelerator.py:912")
+    assert rich.message == "Gradient accumulation is not supported here"
+    assert rich.context["level"] == "warning" and rich.context["source_location"] == "accelerator.py:912"
+    timed = normalize_line("[03/01/25 08:15:02] INFO     Saving model checkpoint       trainer.py:88")
+    assert timed.message == "Saving model checkpoint" and timed.context["timestamp"] == "03/01/25 08:15:02"
+    # a level word with one space is not rich's column; a location inside the message stays
+    assert normalize_line("INFO saving").message == "INFO saving"
+    assert normalize_line("INFO     see model.py:12 for details").message == "see model.py:12 for details"
+
+
 def test_huge_line_without_nccl_prefix_is_cheap_and_intact():
     line = "a:" * 500_000
     assert normalize_line(line).message == line.strip()
