@@ -585,6 +585,34 @@ def ucx_file(path: str, text: str) -> list[Occurrence]:
     return out
 
 
+# ---- aws-ofi-nccl (NCCL's net plugin over libfabric, EFA on AWS) -----------------------------
+# NCCL_OFI_WARN(fmt, ...) and NCCL_OFI_INFO(flags, fmt, ...) hand "NET/OFI " fmt to NCCL's own
+# logger (include/nccl_ofi_log.h, the same from v1.0 on), so they print as NCCL WARN/INFO lines:
+# "host:pid:tid [dev] NCCL INFO NET/OFI Selected provider is efa ..."; TRACE is compiled out.
+OFI_CALLS = r"NCCL_OFI_WARN|NCCL_OFI_INFO"
+
+
+def ofi_nccl_file(path: str, text: str) -> list[Occurrence]:
+    out = []
+    for call in Source(text).calls(OFI_CALLS):
+        args = [re.sub(r"\\\n\s*", " ", a).strip() for a in call.args]
+        if call.name == "NCCL_OFI_INFO":
+            if len(args) < 2:
+                continue
+            level, fmt_arg, rest = "INFO", args[1], args[2:]
+        else:
+            if not args:
+                continue
+            level, fmt_arg, rest = "WARN", args[0], args[1:]
+        fmt_arg = _PRI.sub(lambda m: "l" + m.group(1) + ("" if m.group(2) else '"'), fmt_arg)
+        pieces = printf_from_args(fmt_arg, rest)
+        if not pieces:
+            continue
+        pieces = merge_pieces([["NET/OFI "], pieces])
+        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), True, call.name))
+    return out
+
+
 # ---- nccl-tests / rccl-tests (the all_reduce_perf family) ------------------------------------
 # src/common.cu (and common.h): PRINT(...) is printf on rank 0 of the MPI job, the header and
 # result lines start with "#"; the failure macros (NCCLCHECK, CUDACHECK, TESTCHECK) printf

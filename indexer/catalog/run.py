@@ -15,6 +15,8 @@ Sources (``--source NAME=PATH``):
   rdma-core     a git directory of linux-rdma/rdma-core with its tags
   ucx           a git directory of openucx/ucx with its tags (filed under infiniband)
   nccl-tests    a git directory of NVIDIA/nccl-tests with its tags (filed under other)
+  aws-ofi-nccl  a git directory of aws/aws-ofi-nccl with its tags (NCCL's libfabric/EFA net
+                plugin; its lines print through NCCL's logger, filed under nccl)
   rocr, rocminfo
                 git directories of ROCm/ROCR-Runtime (the HSA runtime) and ROCm/rocminfo
   deepspeed, megatron, accelerate, mmengine, xtuner
@@ -30,14 +32,16 @@ from pathlib import Path
 
 from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
 from indexer.catalog.extract import (
-    clr_file, linux_file, nccl_file, nccl_tests_file, nvidia_file, rdma_file, rocr_file, slurm_file, torch_cpp_file, ucx_file,
+    clr_file, linux_file, nccl_file, nccl_tests_file, nvidia_file, ofi_nccl_file, rdma_file, rocr_file, slurm_file,
+    torch_cpp_file, ucx_file,
 )
 from indexer.catalog.python_src import python_extractor, python_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
 from indexer.catalog.spec import (
     CLR_SKIP, CLR_UNDER, ROCR_SKIP, ROCR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, TORCH_PY_UNDER, PyProject,
     nccl_tags, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS, NVIDIA_SKIP, NVIDIA_UNDER, nvidia_tags, LINUX_PARTS, LINUX_SKIP,
-    UCX_SKIP, UCX_UNDER, ucx_tags, NCCL_TESTS_SKIP, NCCL_TESTS_UNDER, nccl_tests_tags,
+    UCX_SKIP, UCX_UNDER, ucx_tags, NCCL_TESTS_SKIP, NCCL_TESTS_UNDER, nccl_tests_tags, OFI_NCCL_SKIP, OFI_NCCL_UNDER,
+    ofi_nccl_tags,
 )
 
 MANIFEST = "manifest.json"
@@ -366,6 +370,11 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
                                      NCCL_TESTS_UNDER, (".cu", ".h", ".cc"), NCCL_TESTS_SKIP, nccl_tests_file)
         produced.setdefault("other", []).extend(recs)
         manifest["read"]["nccl-tests"] = read
+    if "aws-ofi-nccl" in sources:
+        recs, read = build_c_project(sources["aws-ofi-nccl"], texts, "nccl", "aws/aws-ofi-nccl", ofi_nccl_tags,
+                                     OFI_NCCL_UNDER, (".c", ".cpp", ".h"), OFI_NCCL_SKIP, ofi_nccl_file)
+        produced.setdefault("nccl", []).extend(recs)
+        manifest["read"]["aws-ofi-nccl"] = read
     if "linux-src" in sources:
         for component, recs in build_linux(Path(sources["linux-src"]), texts, manifest).items():
             produced.setdefault(component, []).extend(recs)

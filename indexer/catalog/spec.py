@@ -178,8 +178,10 @@ def slurm_tags(tags: list[str]) -> list[str]:
 
 # what a training job's log shows: the commands that launch it, the step daemon that runs it,
 # the library calls they make and the plugins that kill or confine it (cgroups, OOM, MPI)
+# src/interfaces holds what src/common held for the plugin interfaces before 23.02 (e.g. the
+# jobacct_gather memory-limit kill, src/common/slurm_jobacct_gather.c -> src/interfaces/jobacct_gather.c)
 SLURM_UNDER = ("src/srun", "src/salloc", "src/sbatch", "src/scancel", "src/slurmd/slurmstepd",
-               "src/common", "src/api", "src/plugins/task", "src/plugins/cgroup",
+               "src/common", "src/interfaces", "src/api", "src/plugins/task", "src/plugins/cgroup",
                "src/plugins/jobacct_gather", "src/plugins/mpi", "src/plugins/proctrack",
                "src/plugins/switch", "src/plugins/job_container", "src/plugins/prep",
                "src/plugins/launch", "src/bcast")
@@ -263,3 +265,26 @@ def nccl_tests_tags(tags: list[str]) -> list[str]:
 
 NCCL_TESTS_UNDER = ("src/common.cu", "src/common.h", "src/timer.cc", "verifiable/verifiable.cu")
 NCCL_TESTS_SKIP = re.compile(r"$^")
+
+
+def ofi_nccl_tags(tags: list[str]) -> list[str]:
+    """aws-ofi-nccl from v1.4 (2022) on: the last patch release of each minor version. Releases
+    carry a plain tag, an "-aws" tag or both (v1.7.0-aws ... v1.13.2-aws have only the latter):
+    one tag per version, the plain one where both exist."""
+    by_version: dict[tuple, str] = {}
+    for t in tags:
+        m = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)(-aws)?", t)
+        if not m:
+            continue
+        key = tuple(int(x) for x in m.groups()[:3])
+        if key >= (1, 4) and (key not in by_version or not m.group(4)):
+            by_version[key] = t
+    last: dict[tuple, tuple] = {}
+    for key, t in by_version.items():
+        if key[:2] not in last or key > last[key[:2]][0]:
+            last[key[:2]] = (key, t)
+    return [t for _, t in sorted(last.values())]
+
+
+OFI_NCCL_UNDER = ("src", "include")
+OFI_NCCL_SKIP = re.compile(r"/(?:tests?|3rd-party)/|^3rd-party/|^tests?/")
