@@ -340,6 +340,7 @@ class PatternSet:
         # catalogue patterns would otherwise cost a start-up that most runs never use.
         self._compiled: list = [None] * len(self._patterns)
         self._context_rules: dict[int, list[tuple[str, object]]] = {}
+        self._context_sources: dict[int, dict[str, str]] = {i: dict(rules) for i, rules in columns.contexts.items()}
         self._set = FilteredSet()
         self._set._patterns = list(self._patterns)  # compiled when first a candidate (kb check compiles them all)
         for index, rules in columns.contexts.items():
@@ -355,10 +356,19 @@ class PatternSet:
         self._priorities = columns.priorities
         self._order = (lambda i: (-self._priorities[i], i))
 
+    def pattern_of(self, index: int) -> str:
+        return self._patterns[index]
+
+    def patterns_and_contexts(self) -> tuple[list[str], dict[int, dict[str, str]]]:
+        """Every entry's pattern, and the context rules (key -> regex source) of those that have
+        any, by index: what a caller needs to analyse the patterns without reading the entries
+        (a KB cache keeps 20,000 catalogue entries pickled until one is used)."""
+        return self._patterns, self._context_sources
+
     def columns(self) -> "MatchColumns":
         """What rebuilds this set without reading its entries (for a KB cache)."""
         ids = [e.id for e in self.entries]
-        contexts = {i: dict(self.entries[i].context) for i in self._context_rules}
+        contexts = {i: dict(rules) for i, rules in self._context_sources.items()}
         return MatchColumns(ids, list(self._patterns), contexts, list(self._priorities), self._set.state())
 
     def matching(self, message: str, context: dict[str, str] | None = None) -> list[int]:

@@ -314,7 +314,10 @@ class Engine:
         self._decoded: dict[tuple, tuple[str, str] | None] = {}  # (field spec, value) -> decoding
         self._escaped: dict[str, bytes] = {}  # field value -> its JSON string body
         self._field_answers: dict[tuple, tuple[Answer, dict]] = {}  # (entry, message) -> (answer, fields)
-        self._constraint_keys = tuple(sorted({k for e in explainer.entries for k in e.context}))
+        # the patterns and context rules come from the pattern set, so the engine's analyses do
+        # not unpickle every catalogue entry (only the entries lines actually hit are read)
+        patterns, contexts = explainer.patterns.patterns_and_contexts()
+        self._constraint_keys = tuple(sorted({k for rules in contexts.values() for k in rules}))
         self._normalize_ok = all(
             digit_closure(rx.pattern) == rx.pattern for rx in [ANSI, CONTROL] + [r for _, r in PREFIX_RULES]
         )
@@ -330,15 +333,15 @@ class Engine:
         self._guards = FilteredSet(_SET_OPTIONS)  # their digit closures, for shapes
         self._specific = FilteredSet(_SET_OPTIONS)  # the patterns themselves, for lines
         self._closed_entries: set[int] = set()  # digit-closed: same group spans on a whole shape
-        closures = derived_map("closure", _zero_x_closure, [entry.pattern for entry in explainer.entries])
-        for index, (entry, closure) in enumerate(zip(explainer.entries, closures)):
-            rules = list(entry.context.items())
-            if closure == entry.pattern and all(digit_closure(rx, zero_x=True) == rx for _, rx in rules):
+        closures = derived_map("closure", _zero_x_closure, list(patterns))
+        for index, (pattern, closure) in enumerate(zip(patterns, closures)):
+            rules = list(contexts.get(index, {}).items())
+            if closure == pattern and all(digit_closure(rx, zero_x=True) == rx for _, rx in rules):
                 self._closed_entries.add(index)
                 continue
             self._closures.append(closure if closure is not None else "")  # "" matches every shape
             self._guards.Add(self._closures[-1], check=False)
-            self._specific.Add(entry.pattern, check=False)
+            self._specific.Add(pattern, check=False)
             self._digit_specific.append([(k, re2.compile(rx)) for k, rx in rules])
         if self._digit_specific:
             self._guards.Compile()
@@ -346,11 +349,11 @@ class Engine:
         # For lines whose pointers differ from their shape's first line: every KB pattern and
         # every digit closure in one set, so one pass tells whether the decision could change
         # (a digit closure accepts all digits alike, so it may run on the raw message).
-        self._pointer_patterns = [entry.pattern for entry in explainer.entries] + self._closures
+        self._pointer_patterns = list(patterns) + self._closures
         self._pointer_set = FilteredSet(_SET_OPTIONS)
         for pattern in self._pointer_patterns:
             self._pointer_set.Add(pattern, check=False)
-        if explainer.entries:
+        if patterns:
             self._pointer_set.Compile()
         self._blind_set: Any = None  # their pointer_blind prefilters, built on first need
 
@@ -569,7 +572,7 @@ class Engine:
     def _python_twin(self, index: int) -> Any:
         compiled = self._python_patterns.get(index)
         if compiled is None:
-            compiled = self._python_patterns[index] = python_twin(self.explainer.entries[index].pattern)
+            compiled = self._python_patterns[index] = python_twin(self.explainer.patterns.pattern_of(index))
         return compiled
 
     def _fields_answer(self, shape: Shape, message: str) -> tuple[Answer, dict]:
