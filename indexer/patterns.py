@@ -335,6 +335,7 @@ class PatternSet:
         self.entries = entries if columns is not None else list(entries)
         if columns is None:
             columns = MatchColumns.of(self.entries)
+        self._ids = columns.ids
         self._patterns = columns.patterns
         # Single regexes are compiled when first needed (group extraction): thousands of
         # catalogue patterns would otherwise cost a start-up that most runs never use.
@@ -367,9 +368,8 @@ class PatternSet:
 
     def columns(self) -> "MatchColumns":
         """What rebuilds this set without reading its entries (for a KB cache)."""
-        ids = [e.id for e in self.entries]
         contexts = {i: dict(rules) for i, rules in self._context_sources.items()}
-        return MatchColumns(ids, list(self._patterns), contexts, list(self._priorities), self._set.state())
+        return MatchColumns(list(self._ids), list(self._patterns), contexts, list(self._priorities), self._set.state())
 
     def matching(self, message: str, context: dict[str, str] | None = None) -> list[int]:
         """Indices of all entries whose pattern occurs in ``message`` (and whose context
