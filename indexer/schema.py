@@ -171,6 +171,10 @@ class PatternEntry(BaseModel):
     # Ids of the catalogue records (kb/catalog/) whose message this entry explains: every
     # format of the message, old and new wordings; the entry's pattern must match their examples.
     formats: list[str] = Field(default_factory=list)
+    # How engineers name this problem when they ask about it in words rather than paste the
+    # line ("NCCL 超时", "爆显存", "Address already in use"): `explainlog ask` takes a phrase
+    # found in a question as naming this entry. Names only, no facts.
+    asked: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=60)]] = Field(default_factory=list)
     # The evidence for what the entry states, read at the tags claimed (issue 15): where the
     # message is printed and where each decoded field or flag is set.
     verified: list[Evidence] = Field(default_factory=list)

@@ -5,8 +5,13 @@ ranked. The documents are the environment variables (``kb/params``), the concept
 (``kb/concepts``), the curated entries and the catalogue records that have text.
 
 Ranking, in order of authority:
+0. **Quoted messages**: a curated entry whose message the question quotes, found by the
+   explainer in the question or in a piece of it (``quoted_pieces``); catalogue records found
+   so rank after the names.
 1. **Exact names**: a variable's name (``NCCL_IB_GID_INDEX``, any case), a concept's name or
-   alias (``LL128``, ``ZeRO-3``) or an entry id in the question puts that document first.
+   alias (``LL128``, ``ZeRO-3``), an entry id or an entry's ``asked:`` phrase ("NCCL 超时")
+   in the question puts that document first, in the order the question names them; a
+   "how do I set/choose ..." question that names only concepts gets their variable first.
 2. **Lexical**: BM25 (Okapi, k1 1.5, b 0.75; ``BM25`` below, numpy only) over both languages, Chinese segmented with ``rjieba``; names
    and titles count three and two times.
 3. **Embedding**: the cosine of the question and the document under the KB's sentence model,
@@ -63,7 +68,8 @@ infiniband ib roce rdma mlx5 hca gid ibverbs slurm srun sbatch sharp nvls collne
 allreduce all-reduce allgather reducescatter alltoall broadcast collective collectives rank ranks
 world_size local_rank zero offload fsdp ddp tp pp dp checkpoint watchdog rendezvous tcpstore
 nproc_per_node multinode multi-node distributed xid ecc oom nic nics a100 h100 h800 h20 a800
-a40 3090 4090 v100 mi250 mi300 fp16 bf16 amp megatron-lm epoch
+a40 3090 4090 v100 mi250 mi300 fp16 bf16 amp megatron-lm epoch find_unused_parameters
+train training finetune fine-tune finetuning pretrain pretraining
 显存 显卡 多卡 多机 单卡 单机 分布式 训练 微调 推理 梯度 并行 通信 超时 卡死 节点 集合通信 网卡 算子 算力
 """.split())
 MIN_BM25 = 4.0
@@ -103,6 +109,91 @@ def _name_regex(name: str) -> re.Pattern:
     return rx
 
 
+QUOTES = re.compile(r"(?:[\"`‘“「『]|(?<![A-Za-z])')([^\"`’”」』\n]{12,400}?)(?:[\"`’”」』]|'(?![A-Za-z]))")
+LOG_ANCHOR = re.compile(
+    r"\b(?:NCCL|RCCL) (?:INFO|WARN|ERROR)\b|\b[A-Z][A-Za-z]*(?:Error|Exception|Warning)\b:|"
+    r"\[(?:E|W|I)\d{3,4} |\b(?:ERROR|WARNING|CRITICAL)\b|\bslurmstepd\b|\bsrun: ")
+# the asker's own sentences ("I don't know which port it's on"), not a message they quote
+PROSE_START = re.compile(r"(?:i|i'm|i've|we|my|our|you|it's|this|that|there|but|and|so|however|also|"
+                         r"when|if|after|before|then|thanks|please)\b", re.I)
+SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z])|[。？！]|\s*(?:\.\.\.|…)\s*")
+
+
+def _message_like(piece: str) -> bool:
+    """A piece that reads like a quoted message rather than words around one: a log anchor
+    (``NCCL WARN``, ``RuntimeError:``, a glog prefix), or Latin text of at least four words
+    that is not itself a question ("how to ...", "why ...")."""
+    if len(piece) < 12 or CJK.search(piece):
+        return False
+    if LOG_ANCHOR.search(piece):
+        return True
+    words = re.findall(r"[A-Za-z][A-Za-z0-9_'/.-]*", piece)
+    if len(words) < 4 or QUESTION_START.match(piece.strip()) or piece.rstrip().endswith("?"):
+        return False
+    if PROSE_START.match(piece.strip()):
+        return False
+    return True
+
+
+def quoted_pieces(question: str, limit: int = 8) -> list[str]:
+    """The pieces of a question that may quote a log message, in the order they appear: quoted
+    strings, then lines, Latin runs between Chinese text and sentences that read like a
+    message (``_message_like``); from a log anchor inside a piece, the rest of it too
+    ("... I observed the following message: NCCL INFO GPU Direct RDMA Disabled ...")."""
+    found: list[tuple[int, str]] = [(m.start(1), m.group(1)) for m in QUOTES.finditer(question)]
+    for line_m in re.finditer(r"[^\n]+", question):
+        line = line_m.group(0)
+        for run in re.finditer(r"[^\u3400-\u9fff，。？！：；（）]+", line):
+            for part in SENTENCE_END.split(run.group(0)):
+                part = part.strip(" \t:;,")
+                if not part:
+                    continue
+                at = line_m.start() + run.start() + max(run.group(0).find(part), 0)
+                starts = [m.start() for m in LOG_ANCHOR.finditer(part)]
+                if len(starts) < 2:
+                    found.append((at, part))
+                elif starts[0] > 0:
+                    found.append((at, part[:starts[0]]))
+                # from each log anchor to the next: one line each when several were pasted
+                # into one ("... [0] NCCL INFO NET/IB : No device found. [0] NCCL INFO ...")
+                for k, start in enumerate(starts):
+                    end = starts[k + 1] if k + 1 < len(starts) else len(part)
+                    if (start, end) != (0, len(part)):
+                        found.append((at + start, re.sub(r"\s*\[\d*\]?\s*$", "", part[start:end])))
+    out: list[str] = []
+    for _, piece in sorted(found, key=lambda f: f[0]):
+        piece = piece.strip()
+        if piece != question.strip() and _message_like(piece) and piece not in out:
+            out.append(piece)
+    return out[:limit]
+
+
+SETTING_INTENT = re.compile(
+    r"\b(?:how (?:do i |do you |can i |to |should i )?(?:use |set|specify|choose|select|force|enable|disable|"
+    r"turn (?:on|off)|configure|switch|change|pick|limit)|which (?:variable|env|environment variable|setting|option|flag))|"
+    r"(?:怎么|怎样|如何|怎么样|能否|可以|能不能)(?:手动)?(?:指定|设置|设定|选择|强制|开启|关闭|禁用|启用|配置|切换|修改|使用)|用哪个(?:环境)?变量", re.I)
+
+
+def _asked_regex(phrase: str) -> re.Pattern:
+    """An entry's ``asked:`` phrase as it is written in a question: Latin words whole, with
+    separators optional; Chinese as written; between a Latin word and Chinese (or where the
+    phrase has a space) up to three other characters of the same clause, so "NCCL 超时" finds
+    "NCCL超时" and "NCCL会报超时" but not across a comma."""
+    key = "asked\0" + phrase
+    rx = _NAME_RX.get(key)
+    if rx is None:
+        parts = re.findall(r"[a-z0-9][a-z0-9_./+-]*|[\u3400-\u9fff]+|\S", phrase.lower())
+        out = ""
+        for k, part in enumerate(parts):
+            if k:
+                prev = parts[k - 1]
+                latin_pair = not CJK.match(prev) and not CJK.match(part)
+                out += r"[\s_-]*" if latin_pair else r"[^\s，。,.;；:：？?！!]{0,3}?\s*"
+            out += re.escape(part)
+        rx = _NAME_RX[key] = re.compile(r"(?<![a-z0-9_])" + out + r"(?![a-z0-9_])")
+    return rx
+
+
 def content(words: list[str]) -> list[str]:
     return [w for w in words if w not in EN_STOP and w not in ZH_STOP and not w.isdigit()]
 
@@ -117,6 +208,7 @@ class Doc:
     source: dict | None
     see: tuple[str, ...] = ()
     component: str = ""
+    asked: tuple[str, ...] = ()  # an entry's `asked:` phrases (how engineers name the problem)
 
     def answer(self, lang: str, score: float) -> dict:
         other = "en" if lang == "zh" else "zh"
@@ -159,7 +251,8 @@ def build_docs(kb_dir: Path, kb: KnowledgeBase) -> list[Doc]:
         e = loaded.entry
         text = {lang: _plain(getattr(e.explanation, lang)) for lang in ("en", "zh")}
         docs.append(Doc("entry", e.id, (e.id,), e.title.model_dump(), text,
-                        {"file": e.source, "versions": e.versions}, component=e.component.value))
+                        {"file": e.source, "versions": e.versions}, component=e.component.value,
+                        asked=tuple(e.asked)))
     for rec in kb.records.values():
         if not rec.has_text:
             continue
@@ -209,13 +302,14 @@ class _Index:
     doc_tokens: list[frozenset]
     exact: dict[str, list[int]]
     concept_names: list[tuple[str, list[int]]] = field(default_factory=list)
+    asked: list[tuple[str, list[int]]] = field(default_factory=list)  # phrase -> entries
     embedded: list[int] = field(default_factory=list)  # docs that have vectors, in order
     vectors: np.ndarray | None = None
 
 
 def _doc_tokens(doc: Doc) -> list[str]:
     names = " ".join(doc.names)
-    words = tokens(names) * 3 + tokens(f"{doc.title.get('en', '')} {doc.title.get('zh', '')}") * 2
+    words = tokens(names) * 3 + tokens(" ".join((doc.title.get('en', ''), doc.title.get('zh', ''), *doc.asked))) * 2
     return words + tokens(f"{doc.text.get('en', '')} {doc.text.get('zh', '')}")
 
 
@@ -232,11 +326,13 @@ class Asker:
         self._explainer = explainer
         self._cache_dir = cache_dir
         self._index: _Index | None = None
+        self._links: dict[str, str] | None = None
+        self._entries: set[str] | None = None
         self._lock = threading.Lock()
 
     # ---- the index: BM25 over every document, vectors for the small kinds ------------------
     def _key(self) -> str:
-        return hashlib.sha256(("ask-v2\0" + self.kb.digest).encode()).hexdigest()[:20]
+        return hashlib.sha256(("ask-v3\0" + self.kb.digest).encode()).hexdigest()[:20]
 
     def index(self) -> _Index:
         with self._lock:
@@ -263,7 +359,12 @@ class Asker:
         grouped: dict[str, list[int]] = {}
         for name, i in concept_names:
             grouped.setdefault(name, []).append(i)
-        index = _Index(docs, retriever, [frozenset(c) for c in corpus], exact, sorted(grouped.items()))
+        asked: dict[str, list[int]] = {}
+        for i, d in enumerate(docs):
+            for phrase in d.asked:
+                asked.setdefault(phrase.lower(), []).append(i)
+        index = _Index(docs, retriever, [frozenset(c) for c in corpus], exact, sorted(grouped.items()),
+                       asked=sorted(asked.items()))
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
             tmp = cache.with_suffix(".tmp")
@@ -308,7 +409,7 @@ class Asker:
         return index.vectors
 
     # ---- answering -------------------------------------------------------------------------
-    def _exact(self, index: _Index, question: str) -> list[int]:
+    def _exact(self, index: _Index, question: str, in_domain: bool = True) -> list[int]:
         """Documents named in the question, in the order the question names them (a longer
         name before a shorter one inside it): variables and ids by their exact name (any
         case), concepts by a name or alias as whole words, spaces, '_' and '-' between its
@@ -332,6 +433,13 @@ class Asker:
                 continue
             for m in _name_regex(name).finditer(low):
                 spans += [(m.start(), m.end(), i) for i in concept_ids]
+        for phrase, entry_ids in index.asked:
+            # "端口被占用" (port in use) is said of any server: a phrase without a word of this
+            # domain names an entry only in a question that has one ("torchrun 报端口被占用")
+            if not in_domain and not any(w in DOMAIN for w in tokens(phrase)):
+                continue
+            for m in _asked_regex(phrase).finditer(low):
+                spans += [(m.start(), m.end(), i) for i in entry_ids]
         # a match inside a longer one is the longer one's word ("ZeRO" in "ZeRO-3 offload")
         kept = [sp for sp in spans
                 if not any(o[0] <= sp[0] and sp[1] <= o[1] and (o[1] - o[0]) > (sp[1] - sp[0]) for o in spans)]
@@ -341,17 +449,81 @@ class Asker:
                 out.append(i)
         return out
 
-    def _quoted(self, index: _Index, question: str) -> list[int]:
-        """The entry or record whose message the question quotes, found by the regex tier."""
+    def _setting_for(self, index: _Index, question: str, named: list[int]) -> list[int]:
+        """"How do I choose ring or tree?" asks for the knob, not the concept: when the question
+        asks how to set, choose or turn something on or off (``SETTING_INTENT``), names
+        concepts and no variable, the variable those concepts list first among their
+        ``see:`` (the one most of them share: NCCL_ALGO for ring and tree) answers first."""
+        if not named or not SETTING_INTENT.search(question):
+            return []
+        docs = [index.docs[i] for i in named]
+        if any(d.kind == "variable" for d in docs):
+            return []
+        concepts = [d for d in docs if d.kind == "concept"]
+        votes: dict[int, tuple[int, int]] = {}
+        for c_rank, doc in enumerate(concepts):
+            for s_rank, ref in enumerate(doc.see):
+                for i in index.exact.get(ref.lower(), []):
+                    if index.docs[i].kind == "variable":
+                        n, first = votes.get(i, (0, 10**6))
+                        votes[i] = (n + 1, min(first, c_rank * 100 + s_rank))
+        if not votes:
+            return []
+        return [min(votes, key=lambda i: (-votes[i][0], votes[i][1]))]
+
+    def _quoted(self, index: _Index, question: str) -> tuple[list[int], list[int]]:
+        """The entries or records whose messages the question quotes, in the order quoted.
+
+        The whole question goes to the regex tier first (a pasted line with a question
+        around it). Then each piece of it that reads like a log message (``quoted_pieces``:
+        a quoted string, a line, a Latin run between Chinese text, a sentence) goes to both
+        tiers, so a message quoted without its prefix or cut short ("Some NCCL operations
+        have failed or timed out", "NCCL INFO NET/IB : No device fo") still finds its entry.
+        The semantic tier's answer counts only when it is known at its calibrated
+        confidence: it abstains on words that are not a message of the KB. Returns the curated
+        entries the regex tier found (they answer before any name the question uses) and the
+        rest (catalogue records, semantic matches: after the names); a record a curated entry
+        links stands for that entry."""
         if self._explainer is None:
-            return []
+            return [], []
+        pieces = quoted_pieces(question)
         try:
-            answer = self._explainer.explain_many([question], semantic=False)[0]
+            # the pieces first: a pasted run of lines matched as one finds its last line's
+            # entry, the pieces find each line's, in order
+            answers = self._explainer.explain_many(pieces, semantic=True) if pieces else []
+            answers += self._explainer.explain_many([question], semantic=False)
         except Exception:  # a question is no log line; never let the explainer fail it
-            return []
-        if not answer.get("known") or not answer.get("pattern_id"):
-            return []
-        return [i for i in index.exact.get(answer["pattern_id"].lower(), []) if index.docs[i].kind in ("entry", "record")]
+            return [], []
+        sure: list[int] = []
+        likely: list[int] = []
+        for answer in answers:
+            if not answer.get("known") or not answer.get("pattern_id"):
+                continue
+            ident = answer["pattern_id"]
+            ident = self._linked().get(ident, ident)  # a record a curated entry explains: the entry
+            # a curated entry (by its pattern, its model neighbourhood or a record it links)
+            # is the message the question quotes; a catalogue record alone may be a phrase
+            # that happens to read like one of its formats ("Enable LL128 by default ...")
+            to = sure if ident in self._entry_ids() else likely
+            for i in index.exact.get(ident.lower(), []):
+                if index.docs[i].kind in ("entry", "record") and i not in sure and i not in likely:
+                    to.append(i)
+        return sure, likely
+
+    def _entry_ids(self) -> set[str]:
+        if self._entries is None:
+            self._entries = {loaded.entry.id for loaded in self.kb.entries}
+        return self._entries
+
+    def _linked(self) -> dict[str, str]:
+        """Catalogue record id -> the curated entry that links it (``formats:``)."""
+        if self._links is None:
+            links: dict[str, str] = {}
+            for loaded in self.kb.entries:
+                for rec in loaded.entry.formats:
+                    links.setdefault(rec, loaded.entry.id)
+            self._links = links
+        return self._links
 
     def ask(self, question: str, lang: str | None = None, top: int = TOP) -> dict:
         question = (question or "").strip()
@@ -360,7 +532,9 @@ class Asker:
         if not question:
             return result
         index = self.index()
-        exact = self._quoted(index, question) + self._exact(index, question)
+        sure, likely = self._quoted(index, question)
+        named = self._exact(index, question, in_domain=any(w in DOMAIN for w in tokens(question)))
+        exact = sure + self._setting_for(index, question, named) + named + likely
         exact = list(dict.fromkeys(exact))
         words = tokens(question)
         wanted = content(words)

@@ -26,17 +26,18 @@ ENTRY = {
                     "zh": "某个集合通信的运行时间超过了进程组的超时时间，watchdog 随即中止通信器。"},
     "action": {"en": "Find the rank that did not enter the collective.", "zh": "找出没有进入该集合通信的 rank。"},
     "examples": ["[rank1]:[E ProcessGroupNCCL.cpp:563] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE)"],
+    "asked": ["NCCL 超时", "collective timeout", "stuck forever"],
     "source": "pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
     "verified": [{"repo": "pytorch/pytorch", "ref": "v2.6.0", "file": "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
                   "line": 1, "what": "test entry"}],
 }
 CONCEPTS = [
-    {"id": "concept.nccl_proto_ll128", "names": ["LL128"], "component": "nccl",
+    {"id": "concept.nccl_proto_ll128", "names": ["LL128"], "component": "nccl", "see": ["NCCL_PROTO"],
      "title": {"en": "LL128: NCCL's protocol with 128-byte lines", "zh": "LL128：以 128 字节为单位的协议"},
      "text": {"en": "Each 128-byte line carries 120 bytes of data and an 8-byte flag the receiver polls.",
               "zh": "每个 128 字节的行里有 120 字节数据和 8 字节标志，接收方轮询标志。"},
      "verified": [{"repo": "NVIDIA/nccl", "ref": "v2.21.5-1", "file": "src/include/device.h", "line": 60, "what": "line layout"}]},
-    {"id": "concept.nccl_proto_ll", "names": ["LL", "低延迟协议"], "component": "nccl",
+    {"id": "concept.nccl_proto_ll", "names": ["LL", "低延迟协议"], "component": "nccl", "see": ["NCCL_PROTO"],
      "title": {"en": "LL: NCCL's low-latency protocol", "zh": "LL：NCCL 的低延迟协议"},
      "text": {"en": "Each 8-byte word carries 4 bytes of data and a 4-byte flag.",
               "zh": "每个 8 字节的字里有 4 字节数据和 4 字节标志。"},
@@ -54,6 +55,12 @@ VARIABLES = [
      "title": {"en": "Turn off the P2P transport between GPUs", "zh": "关闭 GPU 之间的 P2P 传输"},
      "text": {"en": "When set to 1, GPUs in one node exchange data through host memory instead of P2P.",
               "zh": "设为 1 时，同一节点内的 GPU 不再走 P2P，而是经主机内存交换数据。"}},
+    {"name": "NCCL_PROTO", "component": "nccl", "repo": "NVIDIA/nccl", "file": "src/graph/tuning.cc",
+     "line": 200, "function": "ncclTopoTuneModel", "kind": "read by name", "default": None,
+     "versions": ["v2.4.2-1", "v2.30.7-1"],
+     "title": {"en": "Which protocols NCCL may use", "zh": "NCCL 可以使用哪些协议"},
+     "text": {"en": "A comma-separated list of LL, LL128 and Simple, or with a ^ prefix the ones to exclude.",
+              "zh": "以逗号分隔的 LL、LL128、Simple 列表；以 ^ 开头表示排除这些协议。"}},
 ]
 
 
@@ -253,3 +260,52 @@ def test_a_chinese_name_is_matched_as_whole_words_only(small_kb, tmp_path_factor
     asker = Asker(kb, load_kb_cached(kb), default_encoder(), tmp_path_factory.mktemp("ringcache"))
     assert asker.ask("NCCL 环境变量 NCCL_IB_GID_INDEX 怎么设置")["answers"][0]["id"] == "NCCL_IB_GID_INDEX"
     assert asker.ask("NCCL 的环算法是什么")["answers"][0]["id"] == "concept.nccl_algo_ring"
+
+
+def test_an_asked_phrase_names_its_entry(asker):
+    """An entry's `asked:` phrases (how engineers name the problem in words) put it first; in
+    Chinese a few characters may sit between the Latin word and the Chinese one, not a comma."""
+    for question in ("训练时 NCCL会报超时错误，怎么解决", "遇到nccl超时的问题", "why do I get a collective timeout?"):
+        result = asker.ask(question)
+        assert result["known"] and result["answers"][0]["id"] == "demo.watchdog_timeout", question
+    # a phrase with no word of this domain counts only in a question that has one
+    assert asker.ask("why is my spring boot server stuck forever")["known"] is False
+    assert asker.ask("why is my torchrun job stuck forever")["answers"][0]["id"] == "demo.watchdog_timeout"
+    from service.ask import _asked_regex
+
+    assert not _asked_regex("NCCL 超时").search("nccl 能用，超时时间怎么设")
+    assert not _asked_regex("collective timeout").search("collective timeouts")
+
+
+def test_how_to_set_a_concept_answers_with_its_variable_first(asker):
+    """"How do I choose LL or LL128" asks for the knob the concepts list in `see:`; "what is
+    LL128" still asks for the concept."""
+    for question in ("how to specify LL or LL128 protocol?", "怎么指定 LL128 协议？"):
+        ids = [a["id"] for a in asker.ask(question)["answers"]]
+        assert ids[0] == "NCCL_PROTO" and "concept.nccl_proto_ll128" in ids[:3], question
+    assert asker.ask("what is LL128")["answers"][0]["id"] == "concept.nccl_proto_ll128"
+    # a question that names a variable already has its knob
+    assert asker.ask("how to set NCCL_P2P_DISABLE with LL128")["answers"][0]["id"] == "NCCL_P2P_DISABLE"
+
+
+def test_quoted_pieces_of_a_question():
+    from service.ask import quoted_pieces
+
+    pieces = quoted_pieces("还是失败 [0] NCCL INFO NET/IB : No device found. [0] NCCL INFO Using network Socket 怎么办")
+    assert pieces == ["NCCL INFO NET/IB : No device found.", "NCCL INFO Using network Socket"]
+    pieces = quoted_pieces("In the logs I see: NCCL INFO GPU Direct RDMA Disabled for GPU ca000 / HCA 0 (distance 7 > 4) ... why?")
+    assert "NCCL INFO GPU Direct RDMA Disabled for GPU ca000 / HCA 0 (distance 7 > 4)" in pieces
+    assert quoted_pieces('Why "Enable LL128 by default only on Volta"?') == ["Enable LL128 by default only on Volta"]
+    # words around a message are no message: questions, short phrases, an apostrophe's "quote"
+    assert quoted_pieces("how do I set NCCL_IB_HCA? I don't know which port it's on") == []
+    assert quoted_pieces("什么是 LL128？") == []
+
+
+def test_a_quoted_message_answers_before_the_names_around_it(small_server):
+    """With an explainer (HTTP, CLI, chat, MCP), a message quoted inside the question is found
+    by the regex tier and answers before a variable the question also names."""
+    question = ("设置 NCCL_P2P_DISABLE=1 之后日志里出现 Watchdog caught collective operation timeout: "
+                "WorkNCCL(SeqNum=7, OpType=ALLREDUCE) 这是什么意思")
+    with httpx.Client(base_url=small_server.url, timeout=120) as http:
+        got = http.get("/v1/ask", params={"q": question}).json()
+    assert [a["id"] for a in got["answers"][:2]] == ["demo.watchdog_timeout", "NCCL_P2P_DISABLE"]
