@@ -574,8 +574,17 @@ class Asker:
         if not known:
             return result
         chosen = exact + [i for i in ranked if i not in exact]
+        # one answer per name: a variable several projects read (MASTER_ADDR: PyTorch,
+        # accelerate, DeepSpeed) is one variable to the asker; its first-ranked text answers
+        seen: set[tuple[str, str]] = set()
+        unique = []
+        for i in chosen:
+            key = (index.docs[i].kind, index.docs[i].id.upper())
+            if key not in seen:
+                seen.add(key)
+                unique.append(i)
         answers = []
-        for i in chosen[:top]:
+        for i in unique[:top]:
             score = 1.0 if i in exact else min(0.99, 0.5 * covered(i) + 0.5 * max(cosine.get(i, 0.0), 0.0))
             answers.append(index.docs[i].answer(lang, score))
         result["known"] = True

@@ -309,3 +309,21 @@ def test_a_quoted_message_answers_before_the_names_around_it(small_server):
     with httpx.Client(base_url=small_server.url, timeout=120) as http:
         got = http.get("/v1/ask", params={"q": question}).json()
     assert [a["id"] for a in got["answers"][:2]] == ["demo.watchdog_timeout", "NCCL_P2P_DISABLE"]
+
+
+def test_a_variable_several_projects_read_answers_once(small_kb, tmp_path_factory):
+    """MASTER_ADDR is read by PyTorch, accelerate and DeepSpeed: three texts, one variable; the
+    answers name it once (the first-ranked text), not three times over the top 3."""
+    import shutil
+
+    from indexer.encoder import default_encoder
+    from indexer.kb_cache import load_kb_cached
+    from service.ask import Asker
+
+    kb = tmp_path_factory.mktemp("dupkb") / "kb"
+    shutil.copytree(small_kb, kb)
+    again = dict(VARIABLES[1], component="rccl", repo="ROCm/rccl")
+    (kb / "params" / "rccl.jsonl").write_text(json.dumps(again, ensure_ascii=False) + "\n", encoding="utf-8")
+    asker = Asker(kb, load_kb_cached(kb), default_encoder(), tmp_path_factory.mktemp("dupcache"))
+    ids = [(a["kind"], a["id"]) for a in asker.ask("what does NCCL_P2P_DISABLE do")["answers"]]
+    assert ids[0] == ("variable", "NCCL_P2P_DISABLE") and len(ids) == len(set(ids))
