@@ -407,6 +407,27 @@ def check_zh_style(ctx: CheckContext) -> Iterator[Finding]:
                 yield Finding(loaded.file, loaded.line, rec.id, "zh", f"{key}.zh: {problem.message}")
 
 
+def check_asked(ctx: CheckContext) -> Iterator[Finding]:
+    """An entry's ``asked:`` phrases name it in a question (``explainlog ask``): a phrase must
+    name one entry only, and not be a concept's name or a variable (which name themselves)."""
+    from indexer.glossary import load_concepts, load_variables
+
+    taken: dict[str, str] = {}
+    if ctx.kb_dir is not None:
+        concepts, _ = load_concepts(ctx.kb_dir)
+        variables, _ = load_variables(ctx.kb_dir)
+        taken.update({n.lower(): f"concept {c.id}" for c in concepts for n in c.names})
+        taken.update({v.name.lower(): f"variable {v.name}" for v in variables})
+    seen: dict[str, str] = {}
+    for loaded in ctx.kb.entries:
+        for k, phrase in enumerate(loaded.entry.asked):
+            key = " ".join(phrase.lower().split())
+            if key in taken:
+                yield _finding(loaded, "asked", f"asked phrase {phrase!r} is the name of {taken[key]}", "asked", k)
+            elif seen.setdefault(key, loaded.entry.id) != loaded.entry.id:
+                yield _finding(loaded, "asked", f"asked phrase {phrase!r} already names {seen[key]}", "asked", k)
+
+
 CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_unique_ids,
     check_regex_compiles,
@@ -422,6 +443,7 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_verdicts,
     check_rendered,
     check_zh_style,
+    check_asked,
 ]
 
 

@@ -209,3 +209,25 @@ def test_every_kb_file_parses_the_same_without_libyaml(kb_dir):
         pure = yaml.load(text, Loader=yaml.SafeLoader)
         fast = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         assert pure == fast, path
+
+
+def test_asked_phrases_name_one_entry_and_no_concept(tmp_path):
+    """An `asked:` phrase that two entries claim, or that is already a concept's name, is
+    reported at its line."""
+    first = mutated(asked=["NCCL 超时", "LL128"])
+    second = mutated(id="demo.other", asked=["nccl 超时"], pattern=r"^Using network (?P<gpu>\S+)(?P<mask>)$",
+                     examples=["h:1:2 [0] NCCL INFO Using network IB"], negatives=[])
+    kb = write_kb(tmp_path, first, second)
+    (kb / "concepts").mkdir()
+    concept = {"id": "concept.nccl_proto_ll128", "names": ["LL128"], "component": "nccl",
+               "title": {"en": "LL128 protocol", "zh": "LL128 协议"},
+               "text": {"en": "128-byte lines with a flag.", "zh": "以 128 字节为单位、带标志的协议。"},
+               "verified": [{"repo": "NVIDIA/nccl", "ref": "v2.21.5-1", "file": "src/include/device.h", "line": 60,
+                             "what": "line layout"}]}
+    (kb / "concepts" / "c.yaml").write_text(yaml.safe_dump([concept], allow_unicode=True), encoding="utf-8")
+    asked = [f for f in findings_for(kb) if f.check == "asked"]
+    assert sorted(f.message for f in asked) == [
+        "asked phrase 'LL128' is the name of concept concept.nccl_proto_ll128",
+        "asked phrase 'nccl 超时' already names demo.affinity",
+    ]
+    assert all(f.file.endswith("demo.yaml") and f.line > 1 for f in asked)
