@@ -424,8 +424,13 @@ class Asker:
         segmented = "\0" + "\0".join(words) + "\0"
         for name, concept_ids in index.concept_names:
             if CJK.search(name):
+                # a name of three or more Chinese characters is specific enough to be found
+                # inside a longer word ("流水线并行" in "流水线并行度"); a shorter one only as
+                # whole words of the segmented question ("环" is not in "环境变量")
                 needle = "\0" + "\0".join(tokens(name)) + "\0"
                 at = segmented.find(needle)
+                if at < 0 and len(CJK.findall(name)) >= 3 and name in low:
+                    at = low.find(name)
                 if at >= 0:
                     pos = low.find(name)
                     start = pos if pos >= 0 else len(low)

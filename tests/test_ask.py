@@ -256,10 +256,18 @@ def test_a_chinese_name_is_matched_as_whole_words_only(small_kb, tmp_path_factor
             "title": {"en": "Ring algorithm", "zh": "环算法"}, "text": {"en": "Ranks pass chunks around a ring.",
                                                                     "zh": "各 rank 沿着环依次传递数据块。"},
             "verified": [{"repo": "NVIDIA/nccl", "ref": "v2.21.5-1", "file": "src/graph/rings.cc", "line": 1, "what": "rings"}]}
-    (kb / "concepts" / "ring.yaml").write_text(yaml.safe_dump([ring], allow_unicode=True), encoding="utf-8")
+    pipeline = {"id": "concept.pipeline_parallel", "names": ["pipeline parallel", "流水线并行"], "component": "megatron",
+                "title": {"en": "Pipeline parallelism", "zh": "流水线并行"},
+                "text": {"en": "Layers are split into stages on different GPUs.", "zh": "把模型的层切成若干段，放在不同 GPU 上。"},
+                "verified": [{"repo": "NVIDIA/Megatron-LM", "ref": "core_r0.9.0", "file": "megatron/core/parallel_state.py",
+                              "line": 1, "what": "pipeline groups"}]}
+    (kb / "concepts" / "ring.yaml").write_text(yaml.safe_dump([ring, pipeline], allow_unicode=True), encoding="utf-8")
     asker = Asker(kb, load_kb_cached(kb), default_encoder(), tmp_path_factory.mktemp("ringcache"))
     assert asker.ask("NCCL 环境变量 NCCL_IB_GID_INDEX 怎么设置")["answers"][0]["id"] == "NCCL_IB_GID_INDEX"
     assert asker.ask("NCCL 的环算法是什么")["answers"][0]["id"] == "concept.nccl_algo_ring"
+    # a name of three or more characters is found inside a longer word the segmenter made
+    # ("流水线并行度" is cut 流水线 / 并行度, the name 流水线 / 并行)
+    assert asker.ask("如何配置流水线并行度")["answers"][0]["id"] == "concept.pipeline_parallel"
 
 
 def test_an_asked_phrase_names_its_entry(asker):
