@@ -152,6 +152,11 @@ def quoted_pieces(question: str, limit: int = 8) -> list[str]:
                 starts = [m.start() for m in LOG_ANCHOR.finditer(part)]
                 if len(starts) < 2:
                     found.append((at, part))
+                    # "... the log shows: INFO NET/IB : GPU Direct RDMA Disabled ...": what
+                    # follows the first colon the asker wrote
+                    intro = re.match(r"[^:]{3,80}?:\s+(?=\S)", part)
+                    if intro and not LOG_ANCHOR.match(part):
+                        found.append((at + intro.end(), part[intro.end():]))
                 elif starts[0] > 0:
                     found.append((at, part[:starts[0]]))
                 # from each log anchor to the next: one line each when several were pasted

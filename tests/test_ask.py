@@ -304,6 +304,9 @@ def test_quoted_pieces_of_a_question():
     pieces = quoted_pieces("In the logs I see: NCCL INFO GPU Direct RDMA Disabled for GPU ca000 / HCA 0 (distance 7 > 4) ... why?")
     assert "NCCL INFO GPU Direct RDMA Disabled for GPU ca000 / HCA 0 (distance 7 > 4)" in pieces
     assert quoted_pieces('Why "Enable LL128 by default only on Volta"?') == ["Enable LL128 by default only on Volta"]
+    # what follows the asker's own "...: " is the message, even after a sentence of prose
+    assert quoted_pieces("However, the log shows: INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'. Why?") \
+        == ["INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'."]
     # words around a message are no message: questions, short phrases, an apostrophe's "quote"
     assert quoted_pieces("how do I set NCCL_IB_HCA? I don't know which port it's on") == []
     assert quoted_pieces("什么是 LL128？") == []
