@@ -33,7 +33,8 @@ from indexer.kb_loader import KnowledgeBase, kb_digest, load_kb
 # 5: three files: curated, catalogue that answers (its records as dicts), records awaiting text;
 # 6: the catalogue's entries and records one pickled blob each, and the pattern set's columns
 # 7: entries have `asked:` (a pickled 6 entry would lack the attribute)
-FORMAT = 7
+# 8: records whose only fixed word is an outcome ("{message} failed: {error}") no longer answer
+FORMAT = 8
 KEEP = 8
 
 

@@ -573,6 +573,10 @@ def test_a_build_of_one_project_keeps_the_other_projects_records_in_a_shared_com
 @pytest.mark.parametrize("fmt, answers", [
     ("{peer} disconnected\n", False), ("Resumed {step}", False), ("console", False), ("HANDLE {h}", False),
     ("cudaDriverVersion {v}", True), ("Connection to {peer} closed", True), ("setegid: {err}", True),
+    # free text first and one word any program says: "X failed: Y", "X is finished."
+    ("{message} failed: {err}", False), ("{comp} is finished.", False), ("{func}: Failed in {t}s", False),
+    ("{func}: Returned {status} : {args}", True), ("{net}/Plugin: {err}", True), ("{hosts}: {tasks}: Completed", True),
+    ("ibv_reg_mr failed: {err}", True),
 ])
 def test_a_record_whose_only_fixed_text_is_one_plain_word_answers_nothing(fmt, answers):
     from indexer.catalog.records import CatalogRecord

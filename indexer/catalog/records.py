@@ -73,11 +73,25 @@ class CatalogRecord(BaseModel):
         if not (self.matchable and self.has_text):
             return False
         fixed = _CONVERSION.sub(" ", self.format).strip().rstrip(".")
-        return _ONE_PLAIN_WORD.fullmatch(fixed) is None
+        if _ONE_PLAIN_WORD.fullmatch(fixed) is not None:
+            return False
+        # a format that opens with free text and whose fixed text, punctuation and small words
+        # aside, is one word any program says of anything: "{message} failed: {error}" (UCX's
+        # ib_log) would answer every "X failed: Y", "{comp} is finished." every "... is finished."
+        # ("{func}: Returned {status} : ..." of HIP and "{net}/Plugin: ..." of NCCL keep answering)
+        if self.format.startswith("{"):
+            words = [w.lower() for w in _WORD.findall(fixed) if len(w) > 1 and w.lower() not in _SMALL_WORDS]
+            if len(words) <= 1 and all(w in _OUTCOME_WORDS for w in words):
+                return False
+        return True
 
 
 _CONVERSION = re.compile(r"\{[^{}]*\}")
 _ONE_PLAIN_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+")  # an identifier such as cudaDriverVersion is not one
+_WORD = re.compile(r"[A-Za-z0-9_]+")
+_OUTCOME_WORDS = frozenset("failed fails fail failure error errors finished done success "
+                           "succeeded ok fallback warning timeout started starting stopped".split())
+_SMALL_WORDS = frozenset("is are was were be been the a an of to for in on at by with and or not no it this that".split())
 
 
 def version_span(versions: list[str]) -> str:
