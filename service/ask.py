@@ -484,16 +484,15 @@ class Asker:
     def _quoted(self, index: _Index, question: str) -> tuple[list[int], list[int]]:
         """The entries or records whose messages the question quotes, in the order quoted.
 
-        The whole question goes to the regex tier first (a pasted line with a question
-        around it). Then each piece of it that reads like a log message (``quoted_pieces``:
-        a quoted string, a line, a Latin run between Chinese text, a sentence) goes to both
+        Each piece of the question that reads like a log message (``quoted_pieces``: a
+        quoted string, a line, a Latin run between Chinese text, a sentence) goes to both
         tiers, so a message quoted without its prefix or cut short ("Some NCCL operations
-        have failed or timed out", "NCCL INFO NET/IB : No device fo") still finds its entry.
+        have failed or timed out", "NCCL INFO NET/IB : No device fo") still finds its entry;
+        then the whole question goes to the regex tier (a pasted line with words around it).
         The semantic tier's answer counts only when it is known at its calibrated
-        confidence: it abstains on words that are not a message of the KB. Returns the curated
-        entries the regex tier found (they answer before any name the question uses) and the
-        rest (catalogue records, semantic matches: after the names); a record a curated entry
-        links stands for that entry."""
+        confidence: it abstains on words that are not a message of the KB. A record a curated
+        entry links stands for that entry. Returns the curated entries found (they answer
+        before any name the question uses) and the catalogue records found (after them)."""
         if self._explainer is None:
             return [], []
         pieces = quoted_pieces(question)
