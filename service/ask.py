@@ -26,6 +26,7 @@ model (``MIN_COSINE``). The thresholds were set on the labelled questions of
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import pickle
 import re
@@ -177,6 +178,12 @@ SETTING_INTENT = re.compile(
     r"\b(?:how (?:do i |do you |can i |to |should i )?(?:use |set|specify|choose|select|force|enable|disable|"
     r"turn (?:on|off)|configure|switch|change|pick|limit)|which (?:variable|env|environment variable|setting|option|flag))|"
     r"(?:怎么|怎样|如何|怎么样|能否|可以|能不能)(?:手动)?(?:指定|设置|设定|选择|强制|开启|关闭|禁用|启用|配置|切换|修改|使用)|用哪个(?:环境)?变量", re.I)
+
+
+@functools.lru_cache(maxsize=4096)
+def _phrase_in_domain(phrase: str) -> bool:
+    """Whether an ``asked:`` phrase has a word of this domain (segmented once per phrase)."""
+    return any(w in DOMAIN for w in tokens(phrase))
 
 
 def _asked_regex(phrase: str) -> re.Pattern:
@@ -446,7 +453,7 @@ class Asker:
         for phrase, entry_ids in index.asked:
             # "端口被占用" (port in use) is said of any server: a phrase without a word of this
             # domain names an entry only in a question that has one ("torchrun 报端口被占用")
-            if not in_domain and not any(w in DOMAIN for w in tokens(phrase)):
+            if not in_domain and not _phrase_in_domain(phrase):
                 continue
             for m in _asked_regex(phrase).finditer(low):
                 spans += [(m.start(), m.end(), i) for i in entry_ids]
