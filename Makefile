@@ -16,6 +16,9 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[$(EXTRAS)]'
+	@# an editable install leaves the project's modules uncompiled; with PYTHONDONTWRITEBYTECODE
+	@# set (as on CI machines) every command would compile them again (~0.07 s per start)
+	$(BIN)/python -m compileall -q indexer service > /dev/null
 
 run: install
 	$(BIN)/explainlog kb check

@@ -12,8 +12,10 @@ an sshd line sits closer to other sshd lines than to any NCCL example), and a bi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: a regex answer needs only the constant
+    import numpy as np
 
 REGEX_CONFIDENCE = 0.99  # regex answers: exact format match; kb check guards false positives
 
@@ -21,6 +23,8 @@ REGEX_CONFIDENCE = 0.99  # regex answers: exact format match; kb check guards fa
 def features(similarities: list[float], unrelated: float = 0.0) -> np.ndarray:
     """[1, top similarity, margin over the second entry, margin over the nearest unrelated
     line] for one query."""
+    import numpy as np
+
     top = similarities[0] if similarities else 0.0
     second = similarities[1] if len(similarities) > 1 else 0.0
     return np.array([1.0, top, top - second, top - unrelated], dtype=np.float64)
@@ -32,6 +36,8 @@ class Calibrator:
     threshold: float = 0.5
 
     def confidence(self, similarities: list[float], unrelated: float = 0.0) -> float:
+        import numpy as np
+
         z = float(features(similarities, unrelated) @ np.asarray(self.weights))
         return float(1.0 / (1.0 + np.exp(-z)))
 
@@ -45,6 +51,8 @@ class Calibrator:
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, iterations: int = 50) -> np.ndarray:
     """Newton-Raphson for L2-regularised logistic regression (bias column included in x)."""
+    import numpy as np
+
     w = np.zeros(x.shape[1])
     penalty = l2 * np.eye(x.shape[1])
     penalty[0, 0] = 0.0  # do not shrink the bias
@@ -61,6 +69,8 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, iterations: int
 
 def expected_calibration_error(confidences: list[float], correct: list[bool], bins: int = 10) -> float:
     """Weighted mean |accuracy - confidence| over equal-width confidence bins."""
+    import numpy as np
+
     if not confidences:
         return 0.0
     conf = np.asarray(confidences)

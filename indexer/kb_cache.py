@@ -34,7 +34,8 @@ from indexer.kb_loader import KnowledgeBase, kb_digest, load_kb
 # 6: the catalogue's entries and records one pickled blob each, and the pattern set's columns
 # 7: entries have `asked:` (a pickled 6 entry would lack the attribute)
 # 8: records whose only fixed word is an outcome ("{message} failed: {error}") no longer answer
-FORMAT = 8
+# 9: the pattern set's required words as tuples of shared strings (faster to unpickle)
+FORMAT = 9
 KEEP = 8
 
 

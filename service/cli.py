@@ -680,26 +680,36 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from indexer.kb_loader import KBLoadError
-
-    from indexer.encoder import EncoderLoadError
-    from indexer.semantic_index import IndexError_
-    from service.explainer import IndexUnavailable
-
     try:
         return args.func(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return EXIT_OK
-    except (KBLoadError, IndexUnavailable, IndexError_, EncoderLoadError) as exc:
-        # The tool cannot run here: its KB, index or model is unusable. One clear line.
-        print(f"explainlog: {exc}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
-    except (ValueError, RuntimeError, OSError) as exc:
-        # A setting or argument that does not work (a missing token, an unreadable file).
-        print(f"explainlog: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except Exception as exc:
+        if isinstance(exc, _cannot_run_errors()):
+            # The tool cannot run here: its KB, index or model is unusable. One clear line.
+            print(f"explainlog: {exc}", file=sys.stderr)
+            return EXIT_CANNOT_RUN
+        if isinstance(exc, (ValueError, RuntimeError, OSError)):
+            # A setting or argument that does not work (a missing token, an unreadable file).
+            print(f"explainlog: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        raise
+
+
+def _cannot_run_errors() -> tuple[type[BaseException], ...]:
+    """The errors that mean the KB, index or model is unusable. The encoder's and the index's
+    are looked up only if their modules were loaded (nothing else can have raised them), so a
+    line a pattern answers never imports numpy."""
+    from indexer.kb_loader import KBLoadError
+    from service.explainer import IndexUnavailable
+
+    kinds: list[type[BaseException]] = [KBLoadError, IndexUnavailable]
+    for module, name in (("indexer.encoder", "EncoderLoadError"), ("indexer.semantic_index", "IndexError_")):
+        if module in sys.modules:
+            kinds.append(getattr(sys.modules[module], name))
+    return tuple(kinds)
 
 
 def run() -> None:

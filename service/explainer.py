@@ -16,31 +16,26 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Callable, Hashable, Sequence
 
 from indexer import paths
-from indexer.calibration import REGEX_CONFIDENCE, Calibrator
+from indexer.calibration import REGEX_CONFIDENCE
 from indexer.catalog.records import pattern_tier, source_of
-from indexer.encoder import Encoder, default_encoder
 from indexer.kb_check import compilable
 from indexer.kb_cache import load_kb_cached
 from indexer.kb_loader import KnowledgeBase
 from indexer.normalize import NormalizedLine, mask_message, normalize_line
 from indexer.patterns import PatternSet, compile_pattern
 from indexer.schema import PatternEntry
-from indexer.semantic_index import (
-    IndexError_,
-    Neighbours,
-    SemanticIndex,
-    build_index,
-    embedding_text,
-    prune_older_builds,
-    read_stamp,
-    spot_check,
-    stamp_problem,
-)
 from indexer.texts import field_values, fill_bilingual, summary_text, verdict_values
-from service.encode_scheduler import EncodeScheduler
+
+# The semantic tier (numpy, the model, the index) is imported when a line first needs it: a
+# line a pattern knows never pays for it.
+if TYPE_CHECKING:
+    from indexer.calibration import Calibrator
+    from indexer.encoder import Encoder
+    from indexer.semantic_index import Neighbours, SemanticIndex
+    from service.encode_scheduler import EncodeScheduler
 
 CONTRACT_KEYS = (
     "line", "known", "confidence", "pattern_id", "tier", "component", "severity", "role",
@@ -255,6 +250,8 @@ class Explainer:
     @property
     def encoder(self) -> Encoder:
         if self._encoder is None:
+            from indexer.encoder import default_encoder
+
             self._encoder = default_encoder(self._model_path)
         return self._encoder
 
@@ -264,6 +261,10 @@ class Explainer:
         A stale index (other KB, model or format) and a damaged one (``SemanticIndex.load``
         verifies checksums and vectors) are treated alike: rebuilt under ``rebuild``,
         ``IndexUnavailable`` under ``refuse``. Never used."""
+        from indexer.semantic_index import (
+            IndexError_, SemanticIndex, build_index, prune_older_builds, read_stamp, spot_check, stamp_problem,
+        )
+
         with self._lock:
             if self._index is None:
                 index_dir = self.index_dir
@@ -358,6 +359,8 @@ class Explainer:
         self, normalized: list[NormalizedLine], pending: list[int], answers: list,
         client: Hashable = None, budget_chars: int | None = None,
     ) -> None:
+        from indexer.semantic_index import embedding_text
+
         # Too little text for similar wording to mean the same message: unknown, not embedded
         # (the semantic tier would not answer it, see _semantic_answer).
         keys = {i: cluster_key(embedding_text(normalized[i].raw)) for i in pending
