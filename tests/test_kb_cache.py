@@ -158,3 +158,47 @@ def test_derived_caches_keep_only_the_newest_files(tmp_path):
     (tmp_path / "kb-1.pickle").write_bytes(b"y")
     paths.prune(tmp_path, "prefilter-*.pickle", 2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kb-1.pickle", "prefilter-4.pickle", "prefilter-5.pickle"]
+
+
+def test_derived_map_computes_only_the_items_it_has_not_seen(tmp_path, monkeypatch):
+    """A list that differs from a cached one in a few items (a KB edit) costs only those
+    items; a new list of known items costs nothing; answers equal a fresh computation."""
+    from indexer import derived
+
+    monkeypatch.setenv("EXPLAINLOG_CACHE", str(tmp_path))
+    calls: list[str] = []
+
+    def analyse(item: str) -> tuple[str, int]:
+        calls.append(item)
+        return item.upper(), len(item)
+
+    first = [f"pattern {i}" for i in range(derived.MIN_ITEMS + 100)]
+    assert derived.derived_map("demo", analyse, first) == [analyse(x) for x in first]
+    calls.clear()
+    assert derived.derived_map("demo", analyse, first) == [(x.upper(), len(x)) for x in first]
+    assert calls == []  # the exact list's file
+
+    edited = first[:-3] + ["new one", "new two", "new three"]
+    assert derived.derived_map("demo", analyse, edited) == [(x.upper(), len(x)) for x in edited]
+    assert calls == ["new one", "new two", "new three"]
+
+    calls.clear()
+    subset = first[10:] + edited[-3:]
+    assert derived.derived_map("demo", analyse, subset) == [(x.upper(), len(x)) for x in subset]
+    assert calls == []  # every item known from the store
+
+    # a store written by other analysis code is never read
+    monkeypatch.setattr(derived, "code_digest", lambda: "other-code")
+    assert derived.derived_map("demo", analyse, subset) == [(x.upper(), len(x)) for x in subset]
+    assert len(calls) == len(subset)
+
+
+def test_derived_map_survives_a_damaged_store(tmp_path, monkeypatch):
+    from indexer import derived
+
+    monkeypatch.setenv("EXPLAINLOG_CACHE", str(tmp_path))
+    items = [f"p{i}" for i in range(derived.MIN_ITEMS)]
+    derived.derived_map("demo", len, items)
+    for f in tmp_path.glob("demo*.pickle"):
+        f.write_bytes(b"\x80\x05truncated")
+    assert derived.derived_map("demo", len, items + ["p-extra"]) == [len(x) for x in items + ["p-extra"]]
