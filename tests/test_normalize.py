@@ -15,6 +15,17 @@ CASES = [
         "NET/IB : Got completion from peer 10.0.0.2<45970> with error 12",
         {"source_location": "transport/net_ib.cc:1272", "level": "warning", "device": "3"},
     ),
+    # a net plugin logging through NCCL's logger passes __PRETTY_FUNCTION__ as its location
+    (
+        "ip-172-31-9-7:351:469 [2] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):208 NCCL WARN NET/OFI x y",
+        "NET/OFI x y",
+        {"source_location": "int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):208", "level": "warning", "device": "2"},
+    ),
+    (
+        "h:1:2 [0] virtual int nccl_net_ofi_rdma_ep_t::post(int, void*) const:55 NCCL INFO NET/OFI z",
+        "NET/OFI z",
+        {"source_location": "virtual int nccl_net_ofi_rdma_ep_t::post(int, void*) const:55", "level": "info"},
+    ),
     (
         "I0910 14:27:22.992898   134 ProcessGroupNCCL.cpp:686] [Rank 1] ProcessGroupNCCL initialization options:X",
         "[Rank 1] ProcessGroupNCCL initialization options:X",
