@@ -955,3 +955,40 @@ def test_aws_ofi_nccl_tags_one_per_minor_plain_tag_first():
     tags = ["v1.3.0", "v1.3.0-aws", "v1.4.0", "v1.4.0aws", "v1.4.0-aws", "v1.7.3-aws", "v1.7.4-aws", "v1.14.0",
             "v1.14.2", "v1.7.0rc1-aws"]
     assert ofi_nccl_tags(tags) == ["v1.4.0", "v1.7.4-aws", "v1.14.2"]
+
+
+def test_nccl_tags_start_at_the_first_published_nccl2_source():
+    from indexer.catalog.spec import nccl_tags
+
+    tags = ["v1.3.4-1", "v2.2.13-1", "v2.3.5-5", "v2.3.7-1", "v2.4.2-1", "v2.30.7-1", "nccl4py-v0.1.1", "inc_nsteps_v2.16"]
+    assert nccl_tags(tags) == ["v2.3.5-5", "v2.3.7-1", "v2.4.2-1", "v2.30.7-1"]
+
+
+def _torch_src(root, version, body):
+    d = root / version / "torch" / "csrc" / "distributed" / "c10d"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "Store.cpp").write_text(body)
+
+
+def test_source_archive_records_are_versioned_by_the_archives_read_now(tmp_path):
+    from indexer.catalog.run import build
+
+    out, src = tmp_path / "catalog", tmp_path / "torch-src"
+    out.mkdir()
+    # a record a full build gave versions to: kept as it is
+    full = {"id": "torch_distributed.store.0", "repo": "pytorch/pytorch", "file": "torch/csrc/distributed/c10d/Store.cpp",
+            "line": 1, "level": "error", "format": "old", "versions": ["v2.0.1"]}
+    (out / "torch_distributed.jsonl").write_text(json.dumps(full) + "\n")
+    _torch_src(src, "2.6.0", 'void f() { TORCH_CHECK(x, "store key missing in the map"); }\n')
+    build(out, {"torch-src": str(src)})
+    rows = {json.loads(l)["format"]: json.loads(l) for l in (out / "torch_distributed.jsonl").read_text().splitlines()}
+    assert rows["store key missing in the map"]["versions"] == ["v2.6.0"]
+    assert rows["store key missing in the map"]["versions_from"] == "source archives"
+    # a newer archive that still holds the message extends its versions; a new message is added
+    _torch_src(src, "2.12.1", 'void f() { TORCH_CHECK(x, "store key missing in the map"); '
+                              'TORCH_CHECK(y, "store value is too large to send"); }\n')
+    build(out, {"torch-src": str(src)})
+    rows = {json.loads(l)["format"]: json.loads(l) for l in (out / "torch_distributed.jsonl").read_text().splitlines()}
+    assert rows["store key missing in the map"]["versions"] == ["v2.6.0", "v2.12.1"]
+    assert rows["store value is too large to send"]["versions"] == ["v2.12.1"]
+    assert rows["old"]["versions"] == ["v2.0.1"]

@@ -231,3 +231,28 @@ def test_asked_phrases_name_one_entry_and_no_concept(tmp_path):
         "asked phrase 'nccl 超时' already names demo.affinity",
     ]
     assert all(f.file.endswith("demo.yaml") and f.line > 1 for f in asked)
+
+
+def test_catalog_link_rewrites_an_entry_s_span_and_keeps_its_detail(tmp_path):
+    """When a newer read widens a linked record's versions, `catalog link` rewrites the span at
+    the start of the entry's `versions:` and keeps the detail written after it."""
+    import json
+
+    from indexer.catalog.build import Merged, to_record
+    from indexer.catalog.extract import nccl_file
+    from indexer.catalog.link import write_links
+
+    occ = nccl_file("src/graph/topo.cc", 'void f() { INFO(NCCL_INIT, "Setting affinity for GPU %d to %s", gpu, mask); }')[0]
+    rec = to_record(Merged("nccl", "NVIDIA/nccl", occ.level, occ.pieces, True, occ.kind, occ,
+                           ["v2.3.5-5", "v2.30.7-1"]), {})
+    entry = mutated(formats=[rec["id"]], versions="NCCL v2.4.2-1–v2.30.7-1 (the mask's grouping from v2.12.7-1, 'it''s' kept)")
+    kb = tmp_path / "kb"
+    (kb / "catalog").mkdir(parents=True)
+    # the KB's own style: `formats:` as a one-line flow list, as `catalog link` writes it
+    (kb / "demo.yaml").write_text(yaml.safe_dump([entry], allow_unicode=True, sort_keys=False, width=200,
+                                                 default_flow_style=None), encoding="utf-8")
+    (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(rec) + "\n")
+    write_links(kb)
+    loaded = yaml.safe_load((kb / "demo.yaml").read_text(encoding="utf-8"))[0]
+    assert loaded["versions"] == "NCCL v2.3.5-5–v2.30.7-1 (the mask's grouping from v2.12.7-1, 'it''s' kept)"
+    assert not [f for f in findings_for(kb) if f.check == "versions"]

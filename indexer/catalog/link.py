@@ -85,7 +85,10 @@ def write_links(kb_dir: Path) -> dict:
                 if at is not None and lines[at - 1].rstrip().endswith(("|-", ">-", "|", ">")):
                     pass  # a block scalar is rewritten by hand; kb check names it
                 elif at is not None:
-                    edits.append((at - 1, True, f"  versions: '{versions}'"))
+                    # the span changes; the detail written after it ("(... from v2.19.1-1)") stays
+                    old = entry.versions or ""
+                    detail = old[old.index(" ("):].replace("'", "''") if " (" in old else ""
+                    edits.append((at - 1, True, f"  versions: '{versions}{detail}'"))
                 else:
                     text = f"{text}\n  versions: '{versions}'"
             if ("formats",) in loaded.positions:

@@ -162,6 +162,10 @@ def add_torch_cpp(out_dir: Path, src: Path, texts: dict) -> tuple[dict[str, list
             rec["versions_from"] = "source archives"
             out[comp].append(rec)
             have[comp].add(rec["id"])
+        else:  # a record an earlier set of archives added: versioned by the archives read now
+            for row in out[comp]:
+                if row["id"] == rec["id"] and row.get("versions_from") == "source archives":
+                    row["versions"] = rec["versions"]
     manifest = [{"repo": "pytorch/pytorch", "version": t.version, "origin": t.origin, "files": len(t.files)}
                 for t in trees]
     return out, manifest

@@ -18,8 +18,10 @@ NCCL_SUFFIXES = (".cc", ".cu", ".h", ".cpp", ".hpp", ".c")
 
 
 def nccl_tags(tags: list[str]) -> list[str]:
-    """Every NCCL 2 release tag from v2.4 on."""
-    return [t for t in tags if re.fullmatch(r"v2\.\d+\.\d+-\d+", t) and version_key(t) >= (2, 4)]
+    """Every NCCL 2 release tag from v2.3 on: v2.3.5-5 is the first NCCL 2 whose source was
+    published, and its lines ("Using internal Network IB", "NET/Socket : N interfaces found")
+    are still pasted from older clusters."""
+    return [t for t in tags if re.fullmatch(r"v2\.\d+\.\d+-\d+", t) and version_key(t) >= (2, 3)]
 
 
 def rccl_tags(tags: list[str]) -> list[str]:
