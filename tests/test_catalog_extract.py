@@ -992,3 +992,35 @@ def test_source_archive_records_are_versioned_by_the_archives_read_now(tmp_path)
     assert rows["store key missing in the map"]["versions"] == ["v2.6.0", "v2.12.1"]
     assert rows["store value is too large to send"]["versions"] == ["v2.12.1"]
     assert rows["old"]["versions"] == ["v2.0.1"]
+
+
+def test_net_plugin_adds_its_own_formats_and_leaves_copied_nccl_code_to_nccl(tagged_repo, tmp_path):
+    """nccl-rdma-sharp-plugins carries copies of NCCL's socket code: a format NCCL prints too
+    stays NCCL's record; the plugin's own are added, with its tags and its default branch as a
+    dated version; a second build gives the same bytes."""
+    from indexer.catalog.run import build
+    from indexer.catalog.spec import sharp_plugin_tags
+
+    assert sharp_plugin_tags(["v1.0", "v2.1.0", "hpcx-v2.8.0", "v2.0.0-rc1"]) == ["v1.0", "v2.1.0"]
+    plugin = tmp_path / "plugin"
+    (plugin / "src").mkdir(parents=True)
+    _git(plugin, "init", "-q")
+    (plugin / "src" / "init.cc").write_text('void f() { INFO(NCCL_INIT, "kept %s", s); }\n')  # NCCL's copy
+    (plugin / "src" / "ucx_plugin.c").write_text('void g() { WARN("Failed: UCX error %s:%d \'%d\' %s", f, l, e, s); }\n')
+    _git(plugin, "add", "-A")
+    _git(plugin, "commit", "-qm", "a")
+    _git(plugin, "tag", "v2.1.0")
+    out = tmp_path / "kb" / "catalog"
+    build(out, {"nccl": str(tagged_repo), "rccl": str(tagged_repo)})
+    sources = {"nccl-rdma-sharp-plugins": str(plugin / ".git")}
+    build(out, sources)
+    first = (out / "nccl.jsonl").read_bytes()
+    build(out, sources)
+    assert (out / "nccl.jsonl").read_bytes() == first
+    rows = [json.loads(line) for line in first.decode().splitlines()]
+    by_format = {r["format"]: r for r in rows}
+    assert by_format["kept {s}"]["repo"] == "NVIDIA/nccl"
+    assert sum(r["format"] == "kept {s}" for r in rows) == 1
+    own = by_format["Failed: UCX error {f}:{l} '{e}' {s}"]
+    assert own["repo"] == "Mellanox/nccl-rdma-sharp-plugins"
+    assert own["versions"][0] == "v2.1.0" and own["versions"][1].startswith("master-")

@@ -17,6 +17,10 @@ Sources (``--source NAME=PATH``):
   nccl-tests    a git directory of NVIDIA/nccl-tests with its tags (filed under other)
   aws-ofi-nccl  a git directory of aws/aws-ofi-nccl with its tags (NCCL's libfabric/EFA net
                 plugin; its lines print through NCCL's logger, filed under nccl)
+  nccl-rdma-sharp-plugins
+                a git directory of Mellanox/nccl-rdma-sharp-plugins (NCCL's UCX, UCX-RMA,
+                IB and SHARP plugins, HPC-X's libnccl-net.so; filed under nccl): its tags and
+                its default branch, read as a dated version (the tags stop in 2020)
   rocr, rocminfo
                 git directories of ROCm/ROCR-Runtime (the HSA runtime) and ROCm/rocminfo
   deepspeed, megatron, accelerate, mmengine, xtuner
@@ -41,7 +45,7 @@ from indexer.catalog.spec import (
     CLR_SKIP, CLR_UNDER, ROCR_SKIP, ROCR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, TORCH_PY_UNDER, PyProject,
     nccl_tags, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS, NVIDIA_SKIP, NVIDIA_UNDER, nvidia_tags, LINUX_PARTS, LINUX_SKIP,
     UCX_SKIP, UCX_UNDER, ucx_tags, NCCL_TESTS_SKIP, NCCL_TESTS_UNDER, nccl_tests_tags, OFI_NCCL_SKIP, OFI_NCCL_UNDER,
-    ofi_nccl_tags,
+    ofi_nccl_tags, SHARP_PLUGIN_SKIP, SHARP_PLUGIN_UNDER, sharp_plugin_tags,
 )
 
 MANIFEST = "manifest.json"
@@ -265,12 +269,17 @@ def build_wheel_project(project: PyProject, root: str, texts: dict) -> tuple[lis
 
 
 def build_c_project(git_dir: str, texts: dict, component: str, repo_name: str, select, under, suffixes,
-                    skip, extractor) -> tuple[list[dict], list[dict]]:
+                    skip, extractor, head: str | None = None) -> tuple[list[dict], list[dict]]:
+    """``head``: also read the default branch, as the dated version ``<head>-YYYY-MM-DD``."""
     repo = GitRepo(git_dir)
     trees = []
     for tag in sorted(select(repo.tags()), key=version_key):
         tree = repo.tree(tag, under, suffixes)
         trees.append(Tree(tree.version, tree.origin, tuple(f for f in tree.files if not skip.search(f.path))))
+    if head:
+        date = repo._git("log", "-1", "--format=%cs", "HEAD").strip()
+        tree = repo.tree("HEAD", under, suffixes)
+        trees.append(Tree(f"{head}-{date}", tree.origin, tuple(f for f in tree.files if not skip.search(f.path))))
     merged = collect(component, repo_name, trees, extractor)
     records = [to_record(m, texts) for m in merged.values()]
     manifest = [{"repo": repo_name, "version": t.version, "origin": t.origin, "files": len(t.files)}
@@ -379,6 +388,19 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
                                      OFI_NCCL_UNDER, (".c", ".cpp", ".h"), OFI_NCCL_SKIP, ofi_nccl_file)
         produced.setdefault("nccl", []).extend(recs)
         manifest["read"]["aws-ofi-nccl"] = read
+    if "nccl-rdma-sharp-plugins" in sources:
+        recs, read = build_c_project(sources["nccl-rdma-sharp-plugins"], texts, "nccl",
+                                     "Mellanox/nccl-rdma-sharp-plugins", sharp_plugin_tags, SHARP_PLUGIN_UNDER,
+                                     (".c", ".h", ".cc"), SHARP_PLUGIN_SKIP, nccl_file, head="master")
+        # the plugin carries copies of NCCL's socket, ibverbs and parameter code: a format NCCL
+        # prints too is left to NCCL's record (the same id), only the plugin's own are added
+        path = out_dir / "nccl.jsonl"
+        rows = produced.get("nccl", []) + ([json.loads(l) for l in path.read_text(encoding="utf-8").splitlines()
+                                            if l.strip()] if path.exists() else [])
+        nccl_ids = {r["id"] for r in rows if r["repo"] == "NVIDIA/nccl"}
+        recs = [r for r in recs if r["id"] not in nccl_ids]
+        produced.setdefault("nccl", []).extend(recs)
+        manifest["read"]["nccl-rdma-sharp-plugins"] = read
     if "linux-src" in sources:
         for component, recs in build_linux(Path(sources["linux-src"]), texts, manifest).items():
             produced.setdefault(component, []).extend(recs)

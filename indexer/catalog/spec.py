@@ -288,5 +288,15 @@ def ofi_nccl_tags(tags: list[str]) -> list[str]:
     return [t for _, t in sorted(last.values())]
 
 
+def sharp_plugin_tags(tags: list[str]) -> list[str]:
+    """Mellanox/nccl-rdma-sharp-plugins: its releases v1.0 … v2.1.0 (the hpcx-* tags mark the same
+    code as shipped in HPC-X); newer code is read from the default branch."""
+    return [t for t in tags if re.fullmatch(r"v\d+\.\d+(?:\.\d+)?", t)]
+
+
+# WARN(...) and INFO(FLAGS, ...) are NCCL's own macros over the logger NCCL hands the plugin
+SHARP_PLUGIN_UNDER = ("src", "include")
+SHARP_PLUGIN_SKIP = re.compile(r"/tests?/|^tests?/")
+
 OFI_NCCL_UNDER = ("src", "include")
 OFI_NCCL_SKIP = re.compile(r"/(?:tests?|3rd-party)/|^3rd-party/|^tests?/")
