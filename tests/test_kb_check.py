@@ -233,9 +233,11 @@ def test_asked_phrases_name_one_entry_and_no_concept(tmp_path):
     assert all(f.file.endswith("demo.yaml") and f.line > 1 for f in asked)
 
 
-def test_catalog_link_rewrites_an_entry_s_span_and_keeps_its_detail(tmp_path):
+@pytest.mark.parametrize("flow", [None, False], ids=["flow-list", "block-list"])
+def test_catalog_link_rewrites_an_entry_s_span_and_keeps_its_detail(tmp_path, flow):
     """When a newer read widens a linked record's versions, `catalog link` rewrites the span at
-    the start of the entry's `versions:` and keeps the detail written after it."""
+    the start of the entry's `versions:` and keeps the detail written after it; `formats:`
+    written as a block list is replaced whole (its items too), as a one-line list is."""
     import json
 
     from indexer.catalog.build import Merged, to_record
@@ -248,11 +250,11 @@ def test_catalog_link_rewrites_an_entry_s_span_and_keeps_its_detail(tmp_path):
     entry = mutated(formats=[rec["id"]], versions="NCCL v2.4.2-1–v2.30.7-1 (the mask's grouping from v2.12.7-1, 'it''s' kept)")
     kb = tmp_path / "kb"
     (kb / "catalog").mkdir(parents=True)
-    # the KB's own style: `formats:` as a one-line flow list, as `catalog link` writes it
     (kb / "demo.yaml").write_text(yaml.safe_dump([entry], allow_unicode=True, sort_keys=False, width=200,
-                                                 default_flow_style=None), encoding="utf-8")
+                                                 default_flow_style=flow), encoding="utf-8")
     (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(rec) + "\n")
     write_links(kb)
     loaded = yaml.safe_load((kb / "demo.yaml").read_text(encoding="utf-8"))[0]
     assert loaded["versions"] == "NCCL v2.3.5-5–v2.30.7-1 (the mask's grouping from v2.12.7-1, 'it''s' kept)"
+    assert loaded["formats"] == [rec["id"]] and loaded["examples"] == entry["examples"]
     assert not [f for f in findings_for(kb) if f.check == "versions"]

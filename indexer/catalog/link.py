@@ -92,7 +92,13 @@ def write_links(kb_dir: Path) -> dict:
                 else:
                     text = f"{text}\n  versions: '{versions}'"
             if ("formats",) in loaded.positions:
-                edits.append((loaded.positions[("formats",)] - 1, True, text))
+                at = loaded.positions[("formats",)] - 1
+                edits.append((at, True, text))
+                if lines[at].rstrip().endswith("formats:"):  # a block list: its items go too
+                    item = at + 1
+                    while item < len(lines) and re.match(r"\s+- ", lines[item]):
+                        edits.append((item, True, None))
+                        item += 1
             elif ids:
                 edits.append((loaded.positions[("source",)], False, text))
         for at, replace, text in sorted(edits, reverse=True):
