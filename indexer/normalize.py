@@ -17,6 +17,12 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 _LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE"
 
+# The NCCL prefix's source location is __FILE__ for NCCL itself but __PRETTY_FUNCTION__ for net
+# plugins that log through NCCL's logger (aws-ofi-nccl's NCCL_OFI_WARN: "int nccl_net_ofi_create_plugin(
+# nccl_net_ofi_plugin_t**):208 NCCL WARN ..."), so a C++ signature is taken as location too.
+_NCCL_LOCATION = (r"(?:(?P<source_location>(?:[\w./\-]+|"
+                  r"(?:[\w:<>*&,]+ ){0,4}[\w:~<>]+\([\w:<>*&, ]*\)(?: const)?):\d+) )?")
+
 # Each rule: (name, regex). Named groups become context keys; the rest of the line is kept.
 # Order matters only among rules that could match the same start; outer wrappers come first.
 PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
@@ -27,15 +33,11 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("mpirun", re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")),
     ("torchrun", re.compile(r"\[(?:rank(?P<rank>\d+)|default(?P<local_rank>\d+))\]:\s?")),
     ("ray", re.compile(r"\((?:(?P<logger>[\w.]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<host>[\w.:-]+))?\)\s+")),
-    # Its source location is __FILE__ for NCCL itself but __PRETTY_FUNCTION__ for net plugins
-    # that log through NCCL's logger (aws-ofi-nccl's NCCL_OFI_WARN: "int nccl_net_ofi_create_plugin(
-    # nccl_net_ofi_plugin_t**):208 NCCL WARN ..."), so a C++ signature is taken as location too.
     (
         "nccl",
         re.compile(
             r"(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
-            r"(?:(?P<elapsed>\d+\.\d+) )?(?:(?P<source_location>(?:[\w./\-]+|"
-            r"(?:[\w:<>*&,]+ ){0,4}[\w:~<>]+\([\w:<>*&, ]*\)(?: const)?):\d+) )?"
+            r"(?:(?P<elapsed>\d+\.\d+) )?" + _NCCL_LOCATION +
             r"NCCL (?P<level>INFO|WARN|TRACE|ERROR|ABORT)\s?"
         ),
     ),
@@ -46,8 +48,7 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
         "nccl_loose",
         re.compile(
             r"(?:(?P<host>[\w.\-]+)?(?::(?P<pid>\d+))?(?::(?P<tid>\d+))? )?\[(?P<device>\d+)\] "
-            r"(?:(?P<elapsed>\d+\.\d+) )?(?:(?P<source_location>(?:[\w./\-]+|"
-            r"(?:[\w:<>*&,]+ ){0,4}[\w:~<>]+\([\w:<>*&, ]*\)(?: const)?):\d+) )?"
+            r"(?:(?P<elapsed>\d+\.\d+) )?" + _NCCL_LOCATION +
             r"NCCL (?P<level>INFO|WARN|TRACE|ERROR|ABORT)\s?(?=\S)"
         ),
     ),

@@ -63,16 +63,24 @@ def _git_trees(git_dir: str, select) -> list[Tree]:
     return [repo.tree(tag, ("src",), NCCL_SUFFIXES) for tag in select(repo.tags())]
 
 
+def _dated_head(repo: GitRepo, name: str, under, suffixes) -> Tree | None:
+    """The default branch read as the dated version ``<name>-YYYY-MM-DD`` (its last commit's
+    date), for code newer than a project's last tag."""
+    date = repo._git("log", "-1", "--format=%cs", "HEAD").strip()
+    if not date:
+        return None
+    tree = repo.tree("HEAD", under, suffixes)
+    return Tree(f"{name}-{date}", tree.origin, tree.files)
+
+
 def build_nccl_rccl(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
     nccl_trees = _git_trees(sources["nccl"], nccl_tags)
     rccl_trees = _git_trees(sources["rccl"], rccl_tags)
     # The newest RCCL code is on its default branch, ahead of the last rocm-X.Y.Z tag: read it as
     # a dated version ("develop-2024-10-24") so messages added since the last tag are known too.
-    repo = GitRepo(sources["rccl"])
-    head_date = repo._git("log", "-1", "--format=%cs", "HEAD").strip()
-    if head_date:
-        tree = repo.tree("HEAD", ("src",), NCCL_SUFFIXES)
-        rccl_trees.append(Tree(f"develop-{head_date}", tree.origin, tree.files))
+    head = _dated_head(GitRepo(sources["rccl"]), "develop", ("src",), NCCL_SUFFIXES)
+    if head is not None:
+        rccl_trees.append(head)
     nccl = collect("nccl", "NVIDIA/nccl", nccl_trees, nccl_file)
     rccl = collect("rccl", "ROCm/rccl", rccl_trees, nccl_file)
     nccl_records = []
@@ -276,10 +284,9 @@ def build_c_project(git_dir: str, texts: dict, component: str, repo_name: str, s
     for tag in sorted(select(repo.tags()), key=version_key):
         tree = repo.tree(tag, under, suffixes)
         trees.append(Tree(tree.version, tree.origin, tuple(f for f in tree.files if not skip.search(f.path))))
-    if head:
-        date = repo._git("log", "-1", "--format=%cs", "HEAD").strip()
-        tree = repo.tree("HEAD", under, suffixes)
-        trees.append(Tree(f"{head}-{date}", tree.origin, tuple(f for f in tree.files if not skip.search(f.path))))
+    dated = _dated_head(repo, head, under, suffixes) if head else None
+    if dated is not None:
+        trees.append(Tree(dated.version, dated.origin, tuple(f for f in dated.files if not skip.search(f.path))))
     merged = collect(component, repo_name, trees, extractor)
     records = [to_record(m, texts) for m in merged.values()]
     manifest = [{"repo": repo_name, "version": t.version, "origin": t.origin, "files": len(t.files)}
