@@ -157,7 +157,7 @@ def add_torch_cpp(out_dir: Path, src: Path, texts: dict) -> tuple[dict[str, list
     trees = _torch_cpp_trees(src)
     cpp = collect(torch_component, "pytorch/pytorch", trees, torch_cpp_file)
     out: dict[str, list[dict]] = {}
-    have: dict[str, set] = {}
+    have: dict[str, dict] = {}
     for m in cpp.values():
         if m.level == "text" and not m.kind.endswith(".append") \
                 and not any(len(p.strip()) >= 12 for p in m.pieces if isinstance(p, str)):
@@ -169,15 +169,14 @@ def add_torch_cpp(out_dir: Path, src: Path, texts: dict) -> tuple[dict[str, list
             rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()] \
                 if path.exists() else []
             out[comp] = rows
-            have[comp] = {r["id"] for r in rows}
-        if rec["id"] not in have[comp]:
+            have[comp] = {r["id"]: r for r in rows}
+        row = have[comp].get(rec["id"])
+        if row is None:
             rec["versions_from"] = "source archives"
             out[comp].append(rec)
-            have[comp].add(rec["id"])
-        else:  # a record an earlier set of archives added: versioned by the archives read now
-            for row in out[comp]:
-                if row["id"] == rec["id"] and row.get("versions_from") == "source archives":
-                    row["versions"] = rec["versions"]
+            have[comp][rec["id"]] = rec
+        elif row.get("versions_from") == "source archives":
+            row["versions"] = rec["versions"]  # added by earlier archives: versioned by those read now
     manifest = [{"repo": "pytorch/pytorch", "version": t.version, "origin": t.origin, "files": len(t.files)}
                 for t in trees]
     return out, manifest
