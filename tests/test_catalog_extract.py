@@ -1024,3 +1024,115 @@ def test_net_plugin_adds_its_own_formats_and_leaves_copied_nccl_code_to_nccl(tag
     own = by_format["Failed: UCX error {f}:{l} '{e}' {s}"]
     assert own["repo"] == "Mellanox/nccl-rdma-sharp-plugins"
     assert own["versions"][0] == "v2.1.0" and own["versions"][1].startswith("master-")
+
+
+def test_gloo_error_messages_enforce_checks_and_stderr_logs():
+    """Gloo's macros print their own "[file:line] " head: GLOO_ERROR_MSG (thrown or handed to
+    signalException), GLOO_ENFORCE's "[enforce fail at file:line] <condition>. <msg>", the
+    comparing forms' "<x> vs <y>", and GLOO_WARN's "[file:line] WARN msg"."""
+    from indexer.catalog.extract import gloo_file
+
+    code = textwrap.dedent('''
+        bool Pair::read() {
+          signalException(GLOO_ERROR_MSG("Read error ", peer_.str(), ": ", strerror(errno)));
+          GLOO_THROW_IO_EXCEPTION(GLOO_ERROR_MSG("Nested message from ", x));
+          GLOO_ENFORCE(op.preamble.length <= op.nbytes, "short ", n);
+          GLOO_ENFORCE_EQ(inputs.size(), outputs.size(), "size mismatch");
+          GLOO_ENFORCE_EQ(recvCount, sendCount);
+          GLOO_ENFORCE_EQ(a, b);  // too little fixed text to know a line by
+          GLOO_WARN("Ignoring unknown slot ", slot);
+          GLOO_THROW_INVALID_OPERATION_EXCEPTION("Unexpected state: ", state_);
+        }
+    ''')
+    lines = {
+        "[../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error [10.0.0.2]:25266: Connection reset by peer": "text",
+        "[enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. short 4": "raise gloo::EnforceNotMet",
+        "[enforce fail at gloo/allreduce.cc:80] inputs.size() == outputs.size(). 2 vs 1. size mismatch": "raise gloo::EnforceNotMet",
+        "[enforce fail at gloo/allreduce.cc:81] recvCount == sendCount. 2 vs 1": "raise gloo::EnforceNotMet",
+        "[gloo/transport/tcp/pair.cc:12] WARN Ignoring unknown slot 7": "WARN",
+        "[gloo/transport/tcp/pair.cc:99] Unexpected state: 3": "raise gloo::InvalidOperationException",
+        "[gloo/x.cc:1] Nested message from 3": "text",
+    }
+    found = gloo_file("gloo/transport/tcp/pair.cc", code)
+    assert len(found) == 7  # the GLOO_THROW around a GLOO_ERROR_MSG is read once, at the inner call
+    for line, level in lines.items():
+        hits = [o for o in found if _matches(o.pieces, line)]
+        assert [o.level for o in hits] == [level], line
+    assert not any(_matches(o.pieces, "Read error [10.0.0.2]:25266: Connection reset by peer") for o in found)
+
+
+def test_a_project_without_tags_is_read_at_the_last_commit_of_each_year(tmp_path):
+    from indexer.catalog.run import _yearly_trees
+
+    repo = tmp_path / "gloo"
+    (repo / "gloo").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    for i, date in enumerate(["2017-05-01", "2018-03-01", "2018-11-30", "2020-02-02"]):
+        (repo / "gloo" / "a.cc").write_text(f"// {i}\n")
+        _git(repo, "add", "-A")
+        subprocess.run(["git", "-C", str(repo), "commit", "-qm", str(i)], check=True, capture_output=True,
+                       env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                            "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": f"{date}T12:00:00",
+                            "GIT_COMMITTER_DATE": f"{date}T12:00:00", "PATH": "/usr/bin:/bin"})
+    trees = _yearly_trees(GitRepo(repo / ".git"), "gloo", ("gloo",), (".cc",), 2018)
+    # 2017 is before the first year; 2018's last commit; 2020's, which is also the newest (read once)
+    assert [t.version for t in trees] == ["gloo-2018-11-30", "gloo-2020-02-02"]
+
+
+def test_torchelastic_messages_pytorch_still_prints_stay_pytorchs_record(tmp_path):
+    """torchelastic 0.2's agent became torch.distributed.elastic: a message both print is one
+    record, PyTorch's, with torchelastic's releases as other_versions; torchelastic's own
+    messages are added as its records; a rebuild gives the same bytes."""
+    from indexer.catalog.run import build
+
+    out = tmp_path / "kb" / "catalog"
+    out.mkdir(parents=True)
+    torch_rec = to_record(next(iter(collect(
+        "torch_elastic", "pytorch/pytorch", [_one_file_tree("v2.6.0", "torch/distributed/elastic/agent/server/api.py",
+                                                            'log.error(f"[{role}] Worker group failed")\n')],
+        python_file).values())), {})
+    (out / "torch_elastic.jsonl").write_text(json.dumps(torch_rec) + "\n")
+    repo = tmp_path / "elastic"
+    (repo / "torchelastic" / "agent").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "torchelastic" / "agent" / "api.py").write_text(
+        'log.error(f"[{role}] Worker group failed")\nlog.info(f"[{role}] All workers successfully finished.")\n')
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "a")
+    _git(repo, "tag", "v0.2.1")
+    build(out, {"torchelastic": str(repo / ".git")})
+    first = (out / "torch_elastic.jsonl").read_bytes()
+    build(out, {"torchelastic": str(repo / ".git")})
+    assert (out / "torch_elastic.jsonl").read_bytes() == first
+    rows = [json.loads(line) for line in first.decode().splitlines()]
+    failed = [r for r in rows if r["format"] == "[{role}] Worker group failed"]
+    assert len(failed) == 1 and failed[0]["repo"] == "pytorch/pytorch"
+    assert failed[0]["other_versions"] == {"pytorch/elastic": ["v0.2.1"]}
+    own = [r for r in rows if r["repo"] == "pytorch/elastic"]
+    assert [r["format"] for r in own] == ["[{role}] All workers successfully finished."]
+
+
+def test_older_wheels_add_their_messages_and_extend_the_span_of_shared_ones(tmp_path):
+    """PyTorch wheels given alone (--source torch-wheels=DIR) add the formats no record holds,
+    versioned by the wheels that print them, and a record they share gains those releases;
+    the releases it had are kept, and the manifest keeps the wheels read by earlier runs."""
+    from indexer.catalog.run import build
+
+    out = tmp_path / "kb" / "catalog"
+    def wheel(root, version, body):
+        path = root / version / "torch" / "distributed" / "run.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body)
+    new = tmp_path / "new"
+    wheel(new, "2.6.0", 'log.info(f"Using nproc_per_node={nproc_per_node}.")\n')
+    build(out, {"torch-wheels": str(new)})
+    old = tmp_path / "old"
+    wheel(old, "1.9.0", 'log.info(f"Running torch.distributed.run with args: {sys.argv}")\n'
+                        'log.info(f"Using nproc_per_node={nproc_per_node}.")\n')
+    wheel(old, "1.10.2", 'log.info(f"Using nproc_per_node={nproc_per_node}.")\n')
+    build(out, {"torch-wheels": str(old)})
+    rows = {r["format"]: r for r in map(json.loads, (out / "torch_elastic.jsonl").read_text().splitlines())}
+    assert rows["Using nproc_per_node={nproc_per_node}."]["versions"] == ["v1.9.0", "v1.10.2", "v2.6.0"]
+    assert rows["Running torch.distributed.run with args: {sys.argv}"]["versions"] == ["v1.9.0"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [r["version"] for r in manifest["read"]["pytorch-python-additions"]] == ["v1.9.0", "v1.10.2", "v2.6.0"]

@@ -636,3 +636,55 @@ def nccl_tests_file(path: str, text: str) -> list[Occurrence]:
         level = "error" if (re.search(r"failure|error|invalid", fixed) or call.name == "fprintf") else "print"
         out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), True, call.name))
     return out
+
+
+# ---- Gloo (torch.distributed's CPU backend, vendored as third_party/gloo) --------------------
+# gloo/common/error.h: GLOO_ERROR_MSG(...) is MakeString("[", __FILE__, ":", __LINE__, "] ", ...)
+# and the GLOO_THROW* macros throw it; gloo/common/logging.h: GLOO_INFO/WARN/ERROR write
+# "[file:line] LEVEL msg" to stderr (GLOO_DEBUG is compiled out), and GLOO_ENFORCE* throw
+# EnforceNotMet, whose text (logging.cc) is "[enforce fail at file:line] <condition>. <msg>";
+# the _EQ/_NE/... forms put "<x> vs <y>" before the message, joined by ". " when there is one.
+GLOO_CALLS = (r"GLOO_ERROR_MSG|GLOO_THROW(?:_IO_EXCEPTION|_INVALID_OPERATION_EXCEPTION)?|GLOO_INFO|GLOO_WARN|GLOO_ERROR"
+              r"|GLOO_ENFORCE(?:_EQ|_NE|_LE|_LT|_GE|_GT)?")
+_GLOO_COMPARE = {"EQ": "==", "NE": "!=", "LE": "<=", "LT": "<", "GE": ">=", "GT": ">"}
+
+
+def _gloo_where(head: str) -> list[Piece]:
+    return [head, Slot("str", "__FILE__"), ":", Slot("uint", "__LINE__"), "] "]
+
+
+def gloo_file(path: str, text: str) -> list[Occurrence]:
+    out = []
+    for call in Source(text).calls(GLOO_CALLS):
+        name = call.name
+        args = [re.sub(r"\\\n\s*", " ", a).strip() for a in call.args]
+        if name.startswith("GLOO_ENFORCE"):
+            op = _GLOO_COMPARE.get(name.rsplit("_", 1)[-1]) if name != "GLOO_ENFORCE" else None
+            if op:
+                if len(args) < 2:
+                    continue
+                x, y = (" ".join(a.split()) for a in args[:2])
+                extra = stream_pieces(args[2:]) if args[2:] else []
+                body = [f"{x} {op} {y}. ", Slot("any", x), " vs ", Slot("any", y)] + ([". "] + extra if extra else [])
+            else:
+                if not args:
+                    continue
+                body = [" ".join(args[0].split()) + ". "] + stream_pieces(args[1:])
+            pieces = merge_pieces([_gloo_where("[enforce fail at "), body])
+            level = "raise gloo::EnforceNotMet"
+        else:
+            if not args or (len(args) == 1 and re.match(r"GLOO_ERROR_MSG\s*\(", args[0])):
+                continue  # GLOO_THROW(GLOO_ERROR_MSG(...)) is read at the inner call
+            body = stream_pieces(args)
+            if name in ("GLOO_INFO", "GLOO_WARN", "GLOO_ERROR"):
+                level = name[5:]
+                body = [level + " "] + body
+            else:
+                level = {"GLOO_THROW_IO_EXCEPTION": "raise gloo::IoException",
+                         "GLOO_THROW_INVALID_OPERATION_EXCEPTION": "raise gloo::InvalidOperationException",
+                         "GLOO_THROW": "raise gloo::Exception"}.get(name, "text")
+            pieces = merge_pieces([_gloo_where("["), body])
+        if not meaningful(tuple(merge_pieces([body])), 8):
+            continue
+        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), True, name))
+    return out

@@ -7,7 +7,8 @@ Sources (``--source NAME=PATH``):
                 the unpacked ``torch/distributed/`` and ``torch/utils/`` of that release's wheel
                 and ``strings.txt``, the printable strings of its native libraries
                 (``strings -n 4 lib*.so``); given without torch-src, the Python files alone
-                add the formats not yet listed
+                add the formats not yet listed and extend the span of the records they share
+                (how releases older than those read before, 1.9.0 ... 1.12.1, are added)
   torch-src     a directory with one sub-directory per release (``2.6.0/``) holding an unpacked
                 PyTorch source archive (``torch/csrc/distributed/c10d``, ``c10/cuda`` ...)
   slurm         a git directory of SchedMD/slurm with its tags
@@ -21,6 +22,11 @@ Sources (``--source NAME=PATH``):
                 a git directory of Mellanox/nccl-rdma-sharp-plugins (NCCL's UCX, UCX-RMA,
                 IB and SHARP plugins, HPC-X's libnccl-net.so; filed under nccl): its tags and
                 its default branch, read as a dated version (the tags stop in 2020)
+  gloo          a git directory of facebookincubator/gloo (torch.distributed's CPU backend, filed
+                under torch_distributed): no tags, read at the last commit of each year from
+                2018 and at its newest commit, as dated versions
+  torchelastic  a git directory of pytorch/elastic (torchelastic 0.2, the launcher and agent
+                before they moved into PyTorch 1.9; filed under torch_elastic)
   rocr, rocminfo
                 git directories of ROCm/ROCR-Runtime (the HSA runtime) and ROCm/rocminfo
   deepspeed, megatron, accelerate, mmengine, xtuner
@@ -36,7 +42,7 @@ from pathlib import Path
 
 from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
 from indexer.catalog.extract import (
-    clr_file, linux_file, nccl_file, nccl_tests_file, nvidia_file, ofi_nccl_file, rdma_file, rocr_file, slurm_file,
+    clr_file, gloo_file, linux_file, nccl_file, nccl_tests_file, nvidia_file, ofi_nccl_file, rdma_file, rocr_file, slurm_file,
     torch_cpp_file, ucx_file,
 )
 from indexer.catalog.python_src import python_extractor, python_file
@@ -45,7 +51,7 @@ from indexer.catalog.spec import (
     CLR_SKIP, CLR_UNDER, ROCR_SKIP, ROCR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, TORCH_PY_UNDER, PyProject,
     nccl_tags, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS, NVIDIA_SKIP, NVIDIA_UNDER, nvidia_tags, LINUX_PARTS, LINUX_SKIP,
     UCX_SKIP, UCX_UNDER, ucx_tags, NCCL_TESTS_SKIP, NCCL_TESTS_UNDER, nccl_tests_tags, OFI_NCCL_SKIP, OFI_NCCL_UNDER,
-    ofi_nccl_tags, SHARP_PLUGIN_SKIP, SHARP_PLUGIN_UNDER, sharp_plugin_tags,
+    ofi_nccl_tags, GLOO_FIRST_YEAR, GLOO_SKIP, GLOO_UNDER, SHARP_PLUGIN_SKIP, SHARP_PLUGIN_UNDER, sharp_plugin_tags,
 )
 
 MANIFEST = "manifest.json"
@@ -71,6 +77,24 @@ def _dated_head(repo: GitRepo, name: str, under, suffixes) -> Tree | None:
         return None
     tree = repo.tree("HEAD", under, suffixes)
     return Tree(f"{name}-{date}", tree.origin, tree.files)
+
+
+def _yearly_trees(repo: GitRepo, name: str, under, suffixes, first_year: int) -> list[Tree]:
+    """A project without release tags, read at the last commit of each year on its default
+    branch from ``first_year`` on and at its newest commit, each as ``<name>-YYYY-MM-DD``."""
+    rows = [r.split() for r in repo._git("log", "--first-parent", "--format=%H %cs", "HEAD").splitlines() if r]
+    picks: dict[str, str] = {}
+    for commit, date in reversed(rows):  # oldest first: the last one of a year wins
+        if int(date[:4]) >= first_year:
+            picks[date[:4]] = commit
+    if rows:
+        picks["head"] = rows[0][0]
+    dates = {c: d for c, d in rows}
+    trees = []
+    for commit in dict.fromkeys(picks.values()):
+        tree = repo.tree(commit, under, suffixes)
+        trees.append(Tree(f"{name}-{dates[commit]}", tree.origin, tree.files))
+    return trees
 
 
 def build_nccl_rccl(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
@@ -196,11 +220,13 @@ def _torch_py_trees(wheels: Path) -> tuple[list[Tree], dict[str, str]]:
 
 def add_torch_py(out_dir: Path, wheels: Path, texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
     """The wheels' Python files alone (no source archives): formats not yet in the catalogue are
-    added, versioned by the wheels that have them; records already there are kept as they are."""
+    added, versioned by the wheels that have them; a record already there gains the releases of
+    the wheels given that print it too (wheels older than those read before, 1.9.0 ... 1.12.1,
+    extend a Python record's span back), and keeps the releases it had."""
     py_trees, _ = _torch_py_trees(wheels)
     py = collect(torch_component, "pytorch/pytorch", py_trees, python_file)
     out: dict[str, list[dict]] = {}
-    have: dict[str, set] = {}
+    have: dict[str, dict] = {}
     for m in py.values():
         rec = to_record(m, texts)
         comp = rec["component"]
@@ -209,10 +235,13 @@ def add_torch_py(out_dir: Path, wheels: Path, texts: dict) -> tuple[dict[str, li
             rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()] \
                 if path.exists() else []
             out[comp] = [r for r in rows if r["repo"] == "pytorch/pytorch"]
-            have[comp] = {r["id"] for r in out[comp]}
-        if rec["id"] not in have[comp]:
+            have[comp] = {r["id"]: r for r in out[comp]}
+        row = have[comp].get(rec["id"])
+        if row is None:
             out[comp].append(rec)
-            have[comp].add(rec["id"])
+            have[comp][rec["id"]] = rec
+        elif not set(rec["versions"]) <= set(row["versions"]):
+            row["versions"] = sorted(set(row["versions"]) | set(rec["versions"]), key=version_key)
     manifest = [{"repo": "pytorch/pytorch", "version": t.version, "origin": t.origin, "files": len(t.files)}
                 for t in py_trees]
     return out, manifest
@@ -318,6 +347,27 @@ def build_slurm(git_dir: str, texts: dict) -> tuple[list[dict], list[dict]]:
                            SLURM_SKIP, slurm_file)
 
 
+def _fold_into_pytorch(out_dir: Path, produced: dict, recs: list[dict]) -> list[dict]:
+    """torchelastic's records, less the messages PyTorch still prints word for word: those stay
+    PyTorch's record, which gains the torchelastic releases as ``other_versions`` (one answer per
+    message, both projects' versions). PyTorch's torch_elastic records are carried into this
+    build so the annotation is written with them."""
+    path = out_dir / "torch_elastic.jsonl"
+    if not any(r["repo"] == "pytorch/pytorch" for r in produced.get("torch_elastic", [])) and path.exists():
+        rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+        produced.setdefault("torch_elastic", []).extend(r for r in rows if r["repo"] == "pytorch/pytorch")
+    by_pattern = {r["pattern"]: r for r in produced.get("torch_elastic", []) if r["repo"] == "pytorch/pytorch"}
+    kept = []
+    for rec in recs:
+        twin = by_pattern.get(rec["pattern"])
+        if twin is None:
+            kept.append(rec)
+            continue
+        known = set(twin.get("other_versions", {}).get(rec["repo"], []))
+        twin.setdefault("other_versions", {})[rec["repo"]] = sorted(known | set(rec["versions"]), key=version_key)
+    return kept
+
+
 def _with_other_projects(path: Path, records: list[dict]) -> list[dict]:
     """The component's new records plus the ones other projects put in its file before.
 
@@ -352,7 +402,10 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
     elif "torch-wheels" in sources:
         recs, read = add_torch_py(out_dir, Path(sources["torch-wheels"]), texts)
         produced.update(recs)
-        manifest["read"]["pytorch-python-additions"] = read
+        # each run of additions adds the wheels it read to those read by earlier runs
+        earlier = manifest["read"].get("pytorch-python-additions", [])
+        manifest["read"]["pytorch-python-additions"] = sorted(
+            {(r["version"], r["origin"]): r for r in earlier + read}.values(), key=lambda r: version_key(r["version"]))
     if "slurm" in sources:
         recs, read = build_slurm(sources["slurm"], texts)
         produced.setdefault("slurm", []).extend(recs)
@@ -407,6 +460,14 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
         recs = [r for r in recs if r["id"] not in nccl_ids]
         produced.setdefault("nccl", []).extend(recs)
         manifest["read"]["nccl-rdma-sharp-plugins"] = read
+    if "gloo" in sources:
+        repo = GitRepo(sources["gloo"])
+        trees = [Tree(t.version, t.origin, tuple(f for f in t.files if not GLOO_SKIP.search(f.path)))
+                 for t in _yearly_trees(repo, "gloo", GLOO_UNDER, (".cc", ".h", ".cu"), GLOO_FIRST_YEAR)]
+        merged = collect("torch_distributed", "facebookincubator/gloo", trees, gloo_file)
+        produced.setdefault("torch_distributed", []).extend(to_record(m, texts) for m in merged.values())
+        manifest["read"]["gloo"] = [{"repo": "facebookincubator/gloo", "version": t.version, "origin": t.origin,
+                                     "files": len(t.files)} for t in trees]
     if "linux-src" in sources:
         for component, recs in build_linux(Path(sources["linux-src"]), texts, manifest).items():
             produced.setdefault(component, []).extend(recs)
@@ -418,6 +479,8 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
     for name, project in PY_PROJECTS.items():
         if name in sources:
             recs, read = build_python_project(project, sources[name], texts)
+            if name == "torchelastic":
+                recs = _fold_into_pytorch(out_dir, produced, recs)
             produced.setdefault(project.component, []).extend(recs)
             manifest["read"][name] = read
     for name, project in WHEEL_PROJECTS.items():

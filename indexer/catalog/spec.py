@@ -138,6 +138,16 @@ PY_PROJECTS: dict[str, PyProject] = {
         # print_log(msg, logger=None, level=logging.INFO): the level is also passed by position
         Dialect(helpers={"print_log": Helper(level=None, level_arg=2)}, print_paths=()),
     ),
+    # torchelastic 0.2 (pytorch/elastic), the elastic agent and launcher before PyTorch 1.9 took
+    # them in as torch.distributed.elastic and torch.distributed.run (its logger is
+    # torchelastic.utils.logging.get_logger; launch.py and the agent's reports print)
+    "torchelastic": PyProject(
+        "torch_elastic", "pytorch/elastic", _final_tags(r"v\d+\.\d+\.\d+", (0, 2)),
+        ("torchelastic",),
+        re.compile(_SKIP_TESTS + r"|^torchelastic/(?:tsm|app)/"),
+        Dialect(print_paths=("torchelastic/distributed/launch.py", "torchelastic/agent/"),
+                message_attrs=("message",), attr_paths=("torchelastic/multiprocessing/errors/",)),
+    ),
     "xtuner": PyProject(
         "xtuner", "InternLM/xtuner", _final_tags(r"v\d+\.\d+\.\d+", (0, 1)),
         ("xtuner",),
@@ -300,3 +310,10 @@ SHARP_PLUGIN_SKIP = re.compile(r"/tests?/|^tests?/")
 
 OFI_NCCL_UNDER = ("src", "include")
 OFI_NCCL_SKIP = re.compile(r"/(?:tests?|3rd-party)/|^3rd-party/|^tests?/")
+
+
+# Gloo has no release tags: it is read at the last commit of each year from 2018 on and at
+# its newest commit (``gloo-2019-12-18`` ...), the code PyTorch vendored in third_party/gloo
+GLOO_UNDER = ("gloo",)
+GLOO_SKIP = re.compile(r"^gloo/(?:test|benchmark|examples)/|^gloo/common/(?:error|logging)\.h$")
+GLOO_FIRST_YEAR = 2018
