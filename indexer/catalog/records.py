@@ -109,7 +109,7 @@ REPO_NAMES = {
     "huggingface/accelerate": "accelerate", "huggingface/transformers": "transformers",
     "open-mmlab/mmengine": "mmengine", "InternLM/xtuner": "xtuner", "SchedMD/slurm": "Slurm",
     "Lightning-AI/pytorch-lightning": "Lightning", "ROCm/clr": "HIP (clr)",
-    "ROCm/ROCR-Runtime": "ROCr", "NVIDIA/open-gpu-kernel-modules": "NVIDIA open-gpu-kernel-modules", "torvalds/linux": "Linux", "ROCm/rocminfo": "rocminfo", "linux-rdma/rdma-core": "rdma-core",
+    "ROCm/ROCR-Runtime": "ROCr", "NVIDIA/open-gpu-kernel-modules": "NVIDIA open-gpu-kernel-modules", "torvalds/linux": "Linux", "ROCm/rocminfo": "rocminfo", "linux-rdma/rdma-core": "rdma-core", "pytorch/elastic": "torchelastic", "facebookincubator/gloo": "Gloo",
 }
 
 

@@ -347,25 +347,27 @@ def build_slurm(git_dir: str, texts: dict) -> tuple[list[dict], list[dict]]:
                            SLURM_SKIP, slurm_file)
 
 
-def _fold_into_pytorch(out_dir: Path, produced: dict, recs: list[dict]) -> list[dict]:
-    """torchelastic's records, less the messages PyTorch still prints word for word: those stay
+def _fold_torchelastic(out_dir: Path, produced: dict) -> None:
+    """torchelastic's records, less the messages PyTorch prints word for word: those stay
     PyTorch's record, which gains the torchelastic releases as ``other_versions`` (one answer per
-    message, both projects' versions). PyTorch's torch_elastic records are carried into this
-    build so the annotation is written with them."""
-    path = out_dir / "torch_elastic.jsonl"
-    if not any(r["repo"] == "pytorch/pytorch" for r in produced.get("torch_elastic", [])) and path.exists():
-        rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
-        produced.setdefault("torch_elastic", []).extend(r for r in rows if r["repo"] == "pytorch/pytorch")
-    by_pattern = {r["pattern"]: r for r in produced.get("torch_elastic", []) if r["repo"] == "pytorch/pytorch"}
+    message, both projects' versions). Run on every build that touches ``torch_elastic``, in
+    whichever order PyTorch and torchelastic were read."""
+    rows = _with_other_projects(out_dir / "torch_elastic.jsonl", produced["torch_elastic"])
+    by_pattern: dict[str, dict] = {}
+    for r in rows:  # where PyTorch has the pattern twice (a print that became a warning), the newer
+        if r["repo"] == "pytorch/pytorch":
+            old = by_pattern.get(r["pattern"])
+            if old is None or (version_key(r["versions"][-1]), r["id"]) > (version_key(old["versions"][-1]), old["id"]):
+                by_pattern[r["pattern"]] = r
     kept = []
-    for rec in recs:
-        twin = by_pattern.get(rec["pattern"])
+    for rec in rows:
+        twin = by_pattern.get(rec["pattern"]) if rec["repo"] == "pytorch/elastic" else None
         if twin is None:
             kept.append(rec)
             continue
         known = set(twin.get("other_versions", {}).get(rec["repo"], []))
         twin.setdefault("other_versions", {})[rec["repo"]] = sorted(known | set(rec["versions"]), key=version_key)
-    return kept
+    produced["torch_elastic"] = kept
 
 
 def _with_other_projects(path: Path, records: list[dict]) -> list[dict]:
@@ -479,8 +481,6 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
     for name, project in PY_PROJECTS.items():
         if name in sources:
             recs, read = build_python_project(project, sources[name], texts)
-            if name == "torchelastic":
-                recs = _fold_into_pytorch(out_dir, produced, recs)
             produced.setdefault(project.component, []).extend(recs)
             manifest["read"][name] = read
     for name, project in WHEEL_PROJECTS.items():
@@ -488,6 +488,8 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
             recs, read = build_wheel_project(project, sources[name], texts)
             produced.setdefault(project.component, []).extend(recs)
             manifest["read"][name.removesuffix("-wheels")] = read
+    if "torch_elastic" in produced:
+        _fold_torchelastic(out_dir, produced)
     for component, records in produced.items():
         write_records(out_dir / f"{component}.jsonl", _with_other_projects(out_dir / f"{component}.jsonl", records))
     counts = {}
