@@ -330,3 +330,11 @@ def mask_message(message: str) -> str:
     for pattern, token in MASKS:
         message = pattern.sub(token, message)
     return re.sub(r"\s+", " ", message).strip()
+
+
+# The last line of a Python traceback, "XError: message" (also "torch.distributed.DistError: ...",
+# "RuntimeError(...): ..."): the explainer and the catalogue link read the message after it
+# when nothing knows the whole line.
+EXCEPTION_PREFIX = re.compile(
+    r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure|Timeout)(?:\([^)]*\))?:\s+(?P<rest>\S.*)$"
+)

@@ -24,7 +24,7 @@ from indexer.catalog.records import pattern_tier, source_of
 from indexer.kb_check import compilable
 from indexer.kb_cache import load_kb_cached
 from indexer.kb_loader import KnowledgeBase
-from indexer.normalize import NormalizedLine, mask_message, normalize_line
+from indexer.normalize import EXCEPTION_PREFIX, NormalizedLine, mask_message, normalize_line
 from indexer.patterns import PatternSet, compile_pattern
 from indexer.schema import PatternEntry
 from indexer.texts import field_values, fill_bilingual, summary_text, verdict_values
@@ -48,9 +48,6 @@ UNKNOWN_SUMMARY = {
 }
 
 
-EXCEPTION_PREFIX = re.compile(
-    r"^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Failure|Timeout)(?:\([^)]*\))?:\s+(?P<rest>\S.*)$"
-)
 
 
 _WORD = re.compile(r"[A-Za-z\u4e00-\u9fff]{2,}")

@@ -258,3 +258,30 @@ def test_catalog_link_rewrites_an_entry_s_span_and_keeps_its_detail(tmp_path, fl
     assert loaded["versions"] == "NCCL v2.3.5-5–v2.30.7-1 (the mask's grouping from v2.12.7-1, 'it''s' kept)"
     assert loaded["formats"] == [rec["id"]] and loaded["examples"] == entry["examples"]
     assert not [f for f in findings_for(kb) if f.check == "versions"]
+
+
+def test_catalog_link_reads_the_message_after_an_exception_type_as_the_explainer_does(tmp_path):
+    """An entry's example "RuntimeError: [file:line] Read error ..." is linked to the record of
+    the message after the exception type (Gloo's errors reach the log inside PyTorch's
+    RuntimeError), as the explainer answers such a line; a message no record knows links nothing."""
+    import json
+
+    from indexer.catalog.build import Merged, to_record
+    from indexer.catalog.extract import gloo_file
+    from indexer.catalog.link import compute_links
+
+    occ = gloo_file("gloo/transport/tcp/pair.cc",
+                    'bool Pair::read() { signalException(GLOO_ERROR_MSG("Read error ", peer_.str(), ": ", strerror(errno))); }')[0]
+    rec = to_record(Merged("torch_distributed", "facebookincubator/gloo", occ.level, occ.pieces, True, occ.kind, occ,
+                           ["gloo-2024-12-03"]), {})
+    entry = mutated(id="demo.gloo_read", component="torch_distributed", verified=None, source="facebookincubator/gloo gloo/transport/tcp/pair.cc",
+                    pattern=r"Read error \[(?P<peer>[^\]]+)\]:(?P<port>\d+): (?P<err>.+)$",
+                    fields={}, explanation={"en": "recv failed", "zh": "recv 失败"},
+                    examples=["RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error [10.0.0.2]:25266: Connection reset by peer"],
+                    negatives=["RuntimeError: Read error somewhere else entirely"])
+    other = mutated(id="demo.other", examples=["ValueError: h:1:2 [2] NCCL INFO Setting affinity for GPU 2 to ff0000"])
+    kb = write_kb(tmp_path, entry, other)
+    (kb / "catalog").mkdir()
+    (kb / "catalog" / "torch_distributed.jsonl").write_text(json.dumps(rec) + "\n")
+    links, _ = compute_links(kb)
+    assert links == {"demo.gloo_read": [rec["id"]]}

@@ -18,7 +18,7 @@ from pathlib import Path
 from indexer.catalog.build import write_records
 from indexer.catalog.records import catalog_files, entry_versions
 from indexer.kb_loader import load_kb
-from indexer.normalize import normalize_line
+from indexer.normalize import EXCEPTION_PREFIX, normalize_line
 from indexer.patterns import compile_pattern
 
 
@@ -47,6 +47,9 @@ def compute_links(kb_dir: Path) -> tuple[dict[str, list[str]], dict[str, tuple[s
         for example in entry.examples:
             message = normalize_line(example.line).message
             hits = [(w, rec.id) for rec, rx, w in compiled if rx.search(message)]
+            exc = EXCEPTION_PREFIX.match(message) if not hits else None
+            if exc:  # "RuntimeError: <message>": the record of the message, as the explainer reads it
+                hits = [(w, rec.id) for rec, rx, w in compiled if rx.search(exc.group("rest"))]
             if not hits:
                 continue
             best = max(hits)[1]
