@@ -305,16 +305,17 @@ def build_wheel_project(project: PyProject, root: str, texts: dict) -> tuple[lis
 
 
 def build_c_project(git_dir: str, texts: dict, component: str, repo_name: str, select, under, suffixes,
-                    skip, extractor, head: str | None = None) -> tuple[list[dict], list[dict]]:
-    """``head``: also read the default branch, as the dated version ``<head>-YYYY-MM-DD``."""
+                    skip, extractor, head: str | None = None,
+                    yearly: tuple[str, int] | None = None) -> tuple[list[dict], list[dict]]:
+    """``head``: also read the default branch, as the dated version ``<head>-YYYY-MM-DD``;
+    ``yearly`` (name, first year): a project without tags, read at the last commit of each year."""
     repo = GitRepo(git_dir)
-    trees = []
-    for tag in sorted(select(repo.tags()), key=version_key):
-        tree = repo.tree(tag, under, suffixes)
-        trees.append(Tree(tree.version, tree.origin, tuple(f for f in tree.files if not skip.search(f.path))))
-    dated = _dated_head(repo, head, under, suffixes) if head else None
-    if dated is not None:
-        trees.append(Tree(dated.version, dated.origin, tuple(f for f in dated.files if not skip.search(f.path))))
+    read = [repo.tree(tag, under, suffixes) for tag in sorted(select(repo.tags()), key=version_key)]
+    if head and (dated := _dated_head(repo, head, under, suffixes)) is not None:
+        read.append(dated)
+    if yearly:
+        read += _yearly_trees(repo, yearly[0], under, suffixes, yearly[1])
+    trees = [Tree(t.version, t.origin, tuple(f for f in t.files if not skip.search(f.path))) for t in read]
     merged = collect(component, repo_name, trees, extractor)
     records = [to_record(m, texts) for m in merged.values()]
     manifest = [{"repo": repo_name, "version": t.version, "origin": t.origin, "files": len(t.files)}
@@ -463,13 +464,11 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
         produced.setdefault("nccl", []).extend(recs)
         manifest["read"]["nccl-rdma-sharp-plugins"] = read
     if "gloo" in sources:
-        repo = GitRepo(sources["gloo"])
-        trees = [Tree(t.version, t.origin, tuple(f for f in t.files if not GLOO_SKIP.search(f.path)))
-                 for t in _yearly_trees(repo, "gloo", GLOO_UNDER, (".cc", ".h", ".cu"), GLOO_FIRST_YEAR)]
-        merged = collect("torch_distributed", "facebookincubator/gloo", trees, gloo_file)
-        produced.setdefault("torch_distributed", []).extend(to_record(m, texts) for m in merged.values())
-        manifest["read"]["gloo"] = [{"repo": "facebookincubator/gloo", "version": t.version, "origin": t.origin,
-                                     "files": len(t.files)} for t in trees]
+        recs, read = build_c_project(sources["gloo"], texts, "torch_distributed", "facebookincubator/gloo",
+                                     lambda tags: [], GLOO_UNDER, (".cc", ".h", ".cu"), GLOO_SKIP, gloo_file,
+                                     yearly=("gloo", GLOO_FIRST_YEAR))
+        produced.setdefault("torch_distributed", []).extend(recs)
+        manifest["read"]["gloo"] = read
     if "linux-src" in sources:
         for component, recs in build_linux(Path(sources["linux-src"]), texts, manifest).items():
             produced.setdefault(component, []).extend(recs)
