@@ -6,7 +6,9 @@ It is kept in three files: the curated entries with the records they link (small
 start-up); the catalogue entries and the records that can answer (read on first use: a line
 no curated entry answers, a batch run, a server); and the records still awaiting text (read
 only by what lists every record: the index build, ``catalog link``). ``explainlog explain`` of
-a line a curated entry knows reads only the first.
+a line a curated entry knows reads only the first. The second is one pickled blob per entry
+and record in a mapped file (``indexer.packed``): a line the catalogue answers copies out and
+unpickles the one or two it needs, not all 50,000.
 
 ``explainlog explain LINE`` and every ``annotate`` run pay the KB load before their first
 answer; the cache is what makes that cost small. It is a plain cache: keyed by the KB's
@@ -27,15 +29,16 @@ from pathlib import Path
 
 import pydantic
 
-from indexer import paths
-from indexer.kb_loader import KnowledgeBase, kb_digest, load_kb
+from indexer import packed, paths
+from indexer.kb_loader import KnowledgeBase, LazyEntries, kb_digest, load_kb
 
 # 5: three files: curated, catalogue that answers (its records as dicts), records awaiting text;
 # 6: the catalogue's entries and records one pickled blob each, and the pattern set's columns
 # 7: entries have `asked:` (a pickled 6 entry would lack the attribute)
 # 8: records whose only fixed word is an outcome ("{message} failed: {error}") no longer answer
 # 9: the pattern set's required words as tuples of shared strings (faster to unpickle)
-FORMAT = 9
+# 10: the second part's blobs in one mapped file (indexer.packed), read one at a time
+FORMAT = 10
 KEEP = 8
 
 
@@ -65,7 +68,7 @@ def load_kb_cached(kb_dir: Path | str, cache_dir: Path | None = None) -> Knowled
         with open(path, "rb") as handle:
             kb = pickle.load(handle)
         if isinstance(kb, KnowledgeBase) and rest_path(path).is_file() and unwritten_path(path).is_file():
-            kb._rest = lambda: _load_part(rest_path(path), tuple, lambda: _parts(kb_dir)[0])
+            kb._rest = lambda: _load_rest(rest_path(path), lambda: _parts(kb_dir)[0])
             kb._unwritten = lambda: _load_part(unwritten_path(path), dict, lambda: _parts(kb_dir)[1])
             return kb
     except Exception:  # missing, truncated, from another version: just load the YAML
@@ -76,6 +79,16 @@ def load_kb_cached(kb_dir: Path | str, cache_dir: Path | None = None) -> Knowled
     kb.compiled = compilable(kb)
     _store(kb, path)
     return kb
+
+
+def _load_rest(path: Path, rebuild):
+    """The second part (records with text, catalogue entries, compiled catalogue, the pattern
+    set's columns), its blobs left in the mapped file; from the KB if the file is damaged."""
+    try:
+        columns, (records, catalog, *compiled) = packed.read(path)
+        return (records, LazyEntries(catalog), LazyEntries(compiled[0]) if compiled else None, columns)
+    except Exception:
+        return rebuild()
 
 
 def _load_part(path: Path, kind: type, rebuild):
@@ -111,7 +124,7 @@ def _store(kb: KnowledgeBase, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # the later parts first: a first part on disk always has its parts beside it
         _write(unwritten, unwritten_path(path))
-        _write(rest, rest_path(path))
+        _write_rest(rest, rest_path(path))
         _write(first, path)
         _prune(path.parent)
     except OSError:
@@ -123,6 +136,19 @@ def _write(obj: object, path: Path) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             pickle.dump(obj, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _write_rest(rest: tuple, path: Path) -> None:
+    records, catalog, compiled, columns = rest
+    parts = [records, catalog.pickled()] + ([] if compiled is None else [compiled.pickled()])
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".kb-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            packed.write(handle, columns, parts)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import yaml
 from pydantic import ValidationError
 
+from indexer.packed import PackedBlobs, PackedBytes
 from indexer.schema import PatternEntry
 
 
@@ -77,7 +78,9 @@ class LazyEntries(Sequence):
     every item (iteration, ``list(...)``) unpickles the rest once."""
 
     def __init__(self, blobs: "list[bytes] | _Blobs", head: Sequence = ()) -> None:
-        self._store = blobs if isinstance(blobs, _Blobs) else _Blobs(list(blobs))
+        if not isinstance(blobs, _Blobs):
+            blobs = _Blobs(blobs if isinstance(blobs, (list, PackedBlobs)) else list(blobs))
+        self._store = blobs
         self._head = list(head)
 
     @classmethod
@@ -88,6 +91,11 @@ class LazyEntries(Sequence):
 
     def __len__(self) -> int:
         return len(self._head) + len(self._store.blobs)
+
+    def pickled(self) -> "Sequence[bytes]":
+        """Every item as its pickled bytes (what a cache stores), unpickling none."""
+        return [pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) for item in self._head] + list(self._store.blobs) \
+            if self._head else self._store.blobs
 
     def __getitem__(self, index):  # type: ignore[override]
         if isinstance(index, slice):
@@ -149,7 +157,7 @@ class KnowledgeBase:
         self._unwritten: Callable[[], dict] | None = None
         # records of the second part, kept as the bytes they were stored as: unpickling 18,000
         # records costs a second, and an answer needs one of them
-        self._raw: dict[str, bytes | dict] = {}
+        self._raw: "dict[str, bytes | dict] | PackedBytes" = {}
         # the pattern set's inputs for ``compiled`` (curated then catalogue), from the KB cache:
         # the explainer builds its set from them without unpickling the catalogue's entries
         self.match_columns: Any = None
@@ -160,7 +168,11 @@ class KnowledgeBase:
         rest, self._rest = self._rest, None
         if rest is not None:
             records, catalog, compiled_catalog, *columns = rest()
-            self._raw = {k: v for k, v in records.items() if k not in self._records}
+            # the KB cache's records stay in their mapped file (PackedBytes) until one is used
+            raw = records if isinstance(records, PackedBytes) else dict(records)
+            for key in self._records:
+                raw.pop(key, None)
+            self._raw = raw
             self._catalog = catalog
             if self._compiled is not None:
                 curated = len(self._compiled)

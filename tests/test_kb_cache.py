@@ -108,6 +108,7 @@ def test_a_catalogue_answer_unpickles_only_the_entries_it_needs(kb_with_catalog,
     import json
 
     from indexer.kb_loader import LazyEntries
+    from indexer.packed import PackedBytes
     from service.explainer import Explainer
 
     more = [dict(RECORD, id=f"nccl.net_ib.{i:08x}", format=f"NET/IB : gadget {i} {{x}}",
@@ -127,17 +128,20 @@ def test_a_catalogue_answer_unpickles_only_the_entries_it_needs(kb_with_catalog,
     catalog = ex.kb.catalog
     assert isinstance(catalog, LazyEntries) and len(catalog) == 41
     assert sum(item is not None for item in catalog._store.items) == 1  # only the entry that matched
+    assert isinstance(ex.kb._raw, PackedBytes) and "nccl.net_ib.00000003" in ex.kb._raw  # records not copied out
     assert [e.id for e in ex.entries][-1] == "nccl.net_ib.00000027"  # reading all still works, in order
     assert ex.by_id["nccl.net_ib.00000003"].pattern.startswith("^NET/IB : gadget 3 ")
 
 
-@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+@pytest.mark.parametrize("damage", ["missing", "corrupt", "truncated"])
 def test_a_lost_catalogue_part_is_read_from_the_kb(kb_with_catalog, tmp_path, damage):
     cache = tmp_path / "cache"
     kb_cache.load_kb_cached(kb_with_catalog, cache)
     for part in [*cache.glob("kb-*.rest"), *cache.glob("kb-*.unwritten")]:
         if damage == "missing":
             part.unlink()
+        elif damage == "truncated":  # a disk that filled up: the header is whole, blobs are not
+            part.write_bytes(part.read_bytes()[: part.stat().st_size - 10])
         else:
             part.write_bytes(b"\x80\x05 not a pickle")
     kb = kb_cache.load_kb_cached(kb_with_catalog, cache)
@@ -202,3 +206,27 @@ def test_derived_map_survives_a_damaged_store(tmp_path, monkeypatch):
     for f in tmp_path.glob("demo*.pickle"):
         f.write_bytes(b"\x80\x05truncated")
     assert derived.derived_map("demo", len, items + ["p-extra"]) == [len(x) for x in items + ["p-extra"]]
+
+
+def test_packed_blobs_read_back_one_at_a_time_and_pickle_as_plain_containers(tmp_path):
+    import pickle
+
+    from indexer import packed
+
+    path = tmp_path / "p.bin"
+    records = {"a": b"first", "b": b"", "c": b"\x00" * 3}
+    with open(path, "wb") as handle:
+        packed.write(handle, {"meta": 1}, [records, [b"x", b"yy", b"zzz"], []])
+    meta, (got, blobs, empty) = packed.read(path)
+    assert meta == {"meta": 1} and dict(got) == records and list(blobs) == [b"x", b"yy", b"zzz"]
+    assert blobs[-1] == b"zzz" and blobs[0:2] == [b"x", b"yy"] and len(empty) == 0
+    with pytest.raises(IndexError):
+        blobs[3]
+    assert got.pop("a") == b"first" and "a" not in got and got.pop("a", None) is None and len(got) == 2
+    with pytest.raises(KeyError):
+        got.pop("a")
+    assert pickle.loads(pickle.dumps(got)) == {"b": b"", "c": b"\x00" * 3}  # e.g. sent to a worker
+    assert pickle.loads(pickle.dumps(blobs)) == [b"x", b"yy", b"zzz"]
+    path.write_bytes(path.read_bytes()[:-1])
+    with pytest.raises(ValueError, match="truncated"):
+        packed.read(path)
