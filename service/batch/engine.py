@@ -35,11 +35,11 @@ from indexer.calibration import REGEX_CONFIDENCE
 from indexer.catalog.records import pattern_tier
 from indexer.derived import derived_map
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
-from indexer.patterns import FilteredSet
+from indexer.patterns import FilteredSet, ShardedSet
 from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, summary_text, text_names, verdict_values
 from service.batch import shape_keys
 from service.batch.digit_closure import ZERO_X_HAZARD, digit_closure, digit_hazard
-from service.batch.pointer_blind import marked, prefilter, probe
+from service.batch.pointer_blind import POINTER, marked, prefilter, probe
 from service.batch.re_twin import python_twin
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
@@ -447,7 +447,7 @@ class Engine:
             return False
         w, text = made
         if self._blind_set is None:
-            self._blind_set = _prefilter_set(self._pointer_patterns)
+            self._blind_set = _prefilter_set(self._pointer_patterns, self._pointer_set)
         if self._blind_set is False:
             return False
         candidates = set(self._blind_set.Match(text) or ())
@@ -555,8 +555,12 @@ class Engine:
         return resolved
 
     def _outcomes(self, relevant: frozenset, message: str, context: dict) -> frozenset:
-        """Which of the ``relevant`` digit-specific entries match a line (one RE2 set pass)."""
-        hits = relevant.intersection(self._specific.Match(message) or ())
+        """Which of the ``relevant`` digit-specific entries match a line: each tested alone when
+        they are few (the usual case: one or two), else one pass of the set."""
+        if len(relevant) <= FEW_RELEVANT:
+            hits = self._specific.matching(relevant, message)
+        else:
+            hits = relevant.intersection(self._specific.Match(message) or ())
         return frozenset(
             i for i in hits
             if all(k in context and rx.search(context[k]) is not None for k, rx in self._digit_specific[i])
@@ -920,6 +924,7 @@ class Engine:
         return slow
 
 
+FEW_RELEVANT = 16  # up to this many entries, testing each beats one pass of the whole set
 _POINTER_TEXT = re.compile(r"0x[0-9a-f]{4,}")  # the pointers that shape keys fold
 _SLOW = Shape(fast=False, mode=BY_MESSAGE, checked=True)
 _ALWAYS = re.compile(b"")
@@ -964,17 +969,67 @@ def _pointer_prefilter(pattern: str) -> str | None:
         return None
 
 
-def _prefilter_set(patterns: list[str]) -> Any:
-    """One RE2 set of ``pointer_blind.prefilter`` of each pattern, by index; a prefilter RE2
-    refuses is replaced by "" (matches everything, so the rewrite decides). False when the set
-    cannot be built: then no shape is proven pointer-blind, and every pointer value is checked."""
-    found = FilteredSet(_SET_OPTIONS)
+class _BlindPrefilter:
+    """Which KB patterns' ``pointer_blind.prefilter`` match a probe: ``re2.Set``'s contract
+    for those prefilters, without compiling 30,000 of them.
+
+    The prefilters put an alternative on every hex-capable atom, so they have no required words
+    of their own and a set of them all cost ~4 s to build in every process. But a probe differs
+    from its line only inside pointers (``0x`` and four or more hex digits), and no pattern
+    requires a word that holds a pointer (checked here: such patterns are always tested), so a
+    pattern's own required words are in every line of the shape it can match and in the probe
+    alike. Candidates come from the pointer set's word buckets; each candidate's prefilter is
+    compiled the first time it is one. Patterns without a required word share one sharded set.
+    """
+
+    def __init__(self, patterns: list[str], words: FilteredSet) -> None:
+        self._texts = [t if t is not None else "" for t in derived_map("pointer-prefilter", _pointer_prefilter, patterns)]
+        self._words = words
+        required = words.state()[0]
+        # a required word that can hold a pointer would be rewritten in the probe: always test
+        self._always = [i for i, ws in enumerate(required) if any(POINTER.search(w) for w in ws)]
+        self._checks: dict[int, Any] = {}
+        self._unworded: list[int] = []
+        self._set = ShardedSet(_SET_OPTIONS)
+
+    def Compile(self) -> None:  # noqa: N802 - mirrors re2.Set
+        self._unworded = list(self._words.by_words("")[1])
+        for index in self._unworded:
+            self._set.Add(self._text(index))
+        self._set.Compile()
+
+    def _text(self, index: int) -> str:
+        text = self._texts[index]
+        try:
+            re2.Set.SearchSet(_SET_OPTIONS).Add(text)
+        except re2.error:
+            return ""  # a prefilter RE2 refuses matches everything: the rewrite decides
+        return text
+
+    def _check(self, index: int) -> Any:
+        check = self._checks.get(index)
+        if check is None:
+            check = self._checks[index] = re2.Set.SearchSet(_SET_OPTIONS)
+            check.Add(self._text(index))
+            check.Compile()
+        return check
+
+    def Match(self, text: str) -> list[int]:  # noqa: N802
+        unworded = self._unworded
+        hits = [unworded[h] for h in self._set.Match(text) or ()]
+        worded, _ = self._words.by_words(text)
+        for index in (*worded, *self._always):
+            if self._check(index).Match(text):
+                hits.append(index)
+        return hits
+
+
+def _prefilter_set(patterns: list[str], words: FilteredSet) -> Any:
+    """The ``pointer_blind.prefilter`` of each pattern as one set (``_BlindPrefilter``), by
+    index. False when it cannot be built: then no shape is proven pointer-blind, and every
+    pointer value is checked."""
+    found = _BlindPrefilter(patterns, words)
     try:
-        for text in derived_map("pointer-prefilter", _pointer_prefilter, patterns):
-            try:
-                found.Add(text if text is not None else "")
-            except re2.error:
-                found.Add("")
         found.Compile()
     except re2.error:
         return False
