@@ -343,6 +343,8 @@ class Engine:
             self._guards.Add(self._closures[-1], check=False)
             self._specific.Add(pattern, check=False)
             self._digit_specific.append([(k, re2.compile(rx)) for k, rx in rules])
+        self._ruled = frozenset(i for i, rules in enumerate(self._digit_specific) if rules)  # with context rules
+        self._subsets: dict[frozenset, Callable[[str], list[int]]] = {}  # relevant entries -> their small set
         if self._digit_specific:
             self._guards.Compile()
             self._specific.Compile()
@@ -555,12 +557,21 @@ class Engine:
         return resolved
 
     def _outcomes(self, relevant: frozenset, message: str, context: dict) -> frozenset:
-        """Which of the ``relevant`` digit-specific entries match a line: each tested alone when
-        they are few (the usual case: one or two), else one pass of the set."""
+        """Which of the ``relevant`` digit-specific entries match a line: one pass of a small set
+        of just them when they are few (the usual case: NCCL's channel lines have six), else one
+        pass of the whole set."""
         if len(relevant) <= FEW_RELEVANT:
-            hits = self._specific.matching(relevant, message)
+            matcher = self._subsets.get(relevant)
+            if matcher is None:
+                if len(self._subsets) >= SUBSETS_LIMIT:
+                    self._subsets.clear()
+                matcher = self._subsets[relevant] = self._specific.subset(relevant)
+            hits = matcher(message)
         else:
             hits = relevant.intersection(self._specific.Match(message) or ())
+        ruled = self._ruled
+        if not ruled or ruled.isdisjoint(hits):
+            return frozenset(hits)
         return frozenset(
             i for i in hits
             if all(k in context and rx.search(context[k]) is not None for k, rx in self._digit_specific[i])
@@ -924,7 +935,8 @@ class Engine:
         return slow
 
 
-FEW_RELEVANT = 16  # up to this many entries, testing each beats one pass of the whole set
+FEW_RELEVANT = 16  # up to this many entries, a small set of just them beats a pass of the whole set
+SUBSETS_LIMIT = 4096
 _POINTER_TEXT = re.compile(r"0x[0-9a-f]{4,}")  # the pointers that shape keys fold
 _SLOW = Shape(fast=False, mode=BY_MESSAGE, checked=True)
 _ALWAYS = re.compile(b"")
