@@ -25,6 +25,7 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pydantic
@@ -40,6 +41,7 @@ from indexer.kb_loader import KnowledgeBase, LazyEntries, kb_digest, load_kb
 # 10: the second part's blobs in one mapped file (indexer.packed), read one at a time
 FORMAT = 10
 KEEP = 8
+SETTLED_NS = 2_000_000_000
 
 
 def cache_path(kb_dir: Path, digest: str, cache_dir: Path) -> Path:
@@ -63,7 +65,7 @@ def load_kb_cached(kb_dir: Path | str, cache_dir: Path | None = None) -> Knowled
     if not kb_dir.is_dir():
         return load_kb(kb_dir)  # the loader's own error
     cache_dir = cache_dir or paths.cache_dir()
-    path = cache_path(kb_dir, kb_digest(kb_dir), cache_dir)
+    path = cache_path(kb_dir, _digest(kb_dir, cache_dir), cache_dir)
     try:
         with open(path, "rb") as handle:
             kb = pickle.load(handle)
@@ -79,6 +81,51 @@ def load_kb_cached(kb_dir: Path | str, cache_dir: Path | None = None) -> Knowled
     kb.compiled = compilable(kb)
     _store(kb, path)
     return kb
+
+
+def _digest(kb_dir: Path, cache_dir: Path) -> str:
+    """``kb_digest(kb_dir)``, remembered by the files' names, sizes, modification times and
+    inodes: hashing the KB's ~130 MB (the catalogue) cost ~50 ms of every start. An edit
+    changes the size or the modification time, and a checkout replaces the file. A file's clock
+    ticks coarsely (a few ms), so two writes in one tick could keep the same time: a digest is
+    remembered only once every file is older than ``SETTLED_NS``, after which a write must move
+    the time."""
+    stamp = hashlib.sha256()
+    newest = 0
+    try:
+        for file in sorted(p for p in kb_dir.rglob("*") if not p.name.startswith(".")):
+            st = file.stat()
+            if file.is_file():
+                stamp.update(f"{file.relative_to(kb_dir)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0".encode())
+                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    except OSError:
+        return kb_digest(kb_dir)
+    memo = cache_dir / f"kb-{stamp.hexdigest()[:32]}.digest"
+    try:
+        known = memo.read_text(encoding="ascii").strip()
+        if len(known) == 64:
+            return known
+    except (OSError, UnicodeDecodeError):
+        pass
+    digest = kb_digest(kb_dir)
+    if time.time_ns() - newest < SETTLED_NS:
+        return digest  # a file changed just now: it may change again within its clock's tick
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".kb-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(digest)
+        os.replace(tmp, memo)
+        _prune_digests(cache_dir)
+    except OSError:
+        pass
+    return digest
+
+
+def _prune_digests(cache_dir: Path) -> None:
+    memos = sorted(cache_dir.glob("kb-*.digest"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in memos[KEEP:]:
+        old.unlink(missing_ok=True)
 
 
 def _load_rest(path: Path, rebuild):

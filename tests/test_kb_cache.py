@@ -35,6 +35,42 @@ def test_an_edited_kb_is_loaded_fresh(kb, tmp_path):
     assert ids(kb_cache.load_kb_cached(kb, tmp_path / "cache")) == ["demo.affinity", "demo.other"]
 
 
+def _later(monkeypatch, seconds: float = 60) -> None:
+    """The clock as it will read a minute from now: the KB's files have settled by then."""
+    import time
+
+    now = time.time_ns
+    monkeypatch.setattr(kb_cache.time, "time_ns", lambda: now() + int(seconds * 1e9))
+
+
+def test_the_kb_digest_is_remembered_once_its_files_have_settled(kb, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    kb_cache.load_kb_cached(kb, cache)
+    assert not list(cache.glob("kb-*.digest"))  # files written just now: hashed every time
+    _later(monkeypatch)
+    first = kb_cache.load_kb_cached(kb, cache)
+    [memo] = cache.glob("kb-*.digest")
+    assert memo.read_text() == first.digest
+    hashed = kb_cache.kb_digest
+    monkeypatch.setattr(kb_cache, "kb_digest", lambda kb_dir: pytest.fail("hashed the KB again"))
+    assert ids(kb_cache.load_kb_cached(kb, cache)) == ["demo.affinity"]
+    monkeypatch.setattr(kb_cache, "kb_digest", hashed)
+    memo.write_text("not a digest")  # a damaged memo is hashed again, not trusted
+    assert kb_cache.load_kb_cached(kb, cache).digest == first.digest
+
+
+def test_a_same_size_edit_is_not_hidden_by_the_remembered_digest(kb, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    _later(monkeypatch)
+    kb_cache.load_kb_cached(kb, cache)
+    assert list(cache.glob("kb-*.digest"))
+    [path] = [p for p in kb.rglob("*.yaml")]
+    text = path.read_text(encoding="utf-8")
+    assert "demo.affinity" in text
+    path.write_text(text.replace("demo.affinity", "demo.affinitz"), encoding="utf-8")  # same size
+    assert ids(kb_cache.load_kb_cached(kb, cache)) == ["demo.affinitz"]
+
+
 def test_a_corrupt_cache_file_is_ignored_and_replaced(kb, tmp_path):
     kb_cache.load_kb_cached(kb, tmp_path / "cache")
     [cached] = (tmp_path / "cache").glob("kb-*.pickle")
