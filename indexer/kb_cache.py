@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 import pydantic
 
@@ -112,10 +113,7 @@ def _digest(kb_dir: Path, cache_dir: Path) -> str:
         return digest  # a file changed just now: it may change again within its clock's tick
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".kb-", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(digest)
-        os.replace(tmp, memo)
+        _atomic(memo, lambda handle: handle.write(digest.encode("ascii")))
         _prune_digests(cache_dir)
     except OSError:
         pass
@@ -179,23 +177,21 @@ def _store(kb: KnowledgeBase, path: Path) -> None:
 
 
 def _write(obj: object, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".kb-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(obj, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    _atomic(path, lambda handle: pickle.dump(obj, handle, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _write_rest(rest: tuple, path: Path) -> None:
     records, catalog, compiled, columns = rest
     parts = [records, catalog.pickled()] + ([] if compiled is None else [compiled.pickled()])
+    _atomic(path, lambda handle: packed.write(handle, columns, parts))
+
+
+def _atomic(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """``write`` into a temporary file beside ``path``, then put it in place in one step."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".kb-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            packed.write(handle, columns, parts)
+            write(handle)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
