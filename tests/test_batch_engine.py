@@ -215,3 +215,43 @@ def test_summary_checks_digit_specific_entries_per_message(explainer):
     tally = Engine(explainer, semantic=False, verify="off").annotate(chunk).summary
     assert fast.to_json() == tally.to_json()
     assert fast.known_lines == 60 and sum(t.count for t in fast.templates.values()) == 30
+
+
+VERDICT_KB = [
+    demo_entry("demo.pinned", r"^rank (?P<rank>\d+) pinned to gpu (?P<gpu>\d+)$", "rank 3 pinned to gpu 7",
+               title={"en": "Rank {rank} on GPU {gpu}", "zh": "rank {rank} 绑定 GPU {gpu}"},
+               fields={"rank": {"en": "global rank", "zh": "全局 rank"}, "gpu": {"en": "device", "zh": "设备号"}},
+               summary={"en": "Rank {rank} on GPU {gpu}", "zh": "rank {rank} 在 GPU {gpu} 上"},
+               compute={"node_gpu": "gpu % 8"},
+               verdicts=[{"when": "gpu >= 8", "en": "GPU {gpu} is past the eight of a node",
+                          "zh": "GPU {gpu} 超出了单机 8 卡", "tests": ["rank 3 pinned to gpu 9"]},
+                         {"when": "gpu < 8", "en": "GPU {gpu} of rank {rank}", "zh": "rank {rank} 的 GPU {gpu}",
+                          "tests": ["rank 3 pinned to gpu 7"]}]),
+]
+
+
+def test_verdicts_remembered_by_the_fields_they_read_give_the_spine_answer(tmp_path):
+    """Verdicts read ``gpu`` only, the texts quote ``rank`` too: the engine evaluates them once
+    per ``gpu`` value, and every line still gets the spine's answer (both verdicts fire in turn)."""
+    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(VERDICT_KB, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    explainer = Explainer(kb_dir=tmp_path, index_dir=tmp_path / "index", index_policy="refuse")
+    assert not explainer.kb.findings
+    lines = [PREFIX.format(n=1) + f"rank {rank} pinned to gpu {gpu}" for rank in range(40) for gpu in (3, 9, 12)]
+    engine = Engine(explainer, semantic=False, verify="off")
+    calls = []
+    import service.batch.engine as engine_module
+    real = engine_module.verdict_values
+
+    def counting(entry, fields):
+        calls.append(dict(fields))
+        return real(entry, fields)
+
+    engine_module.verdict_values = counting
+    try:
+        annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
+    finally:
+        engine_module.verdict_values = real
+    expected = explainer.explain_many(lines, semantic=False)
+    assert {r["summary"]["en"].split(" ")[-1] for r in expected} >= {"node", "3"}  # both verdicts fire
+    assert [annotated.record(i) for i in range(len(lines))] == expected
+    assert sorted(c["gpu"] for c in calls) == ["12", "3", "9"]  # once per value read, not per rank

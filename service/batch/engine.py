@@ -37,6 +37,7 @@ from indexer.derived import derived_map
 from indexer.normalize import ANSI, CONTROL, MASKS, PREFIX_RULES, NormalizedLine, clean_text, mask_message, normalize_line
 from indexer.patterns import FilteredSet, ShardedSet
 from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, decode_value, summary_text, text_names, verdict_values
+from indexer.verdicts import used_names
 from service.batch import shape_keys
 from service.batch.digit_closure import ZERO_X_HAZARD, digit_closure, digit_hazard
 from service.batch.pointer_blind import POINTER, marked, prefilter, probe
@@ -310,6 +311,8 @@ class Engine:
         self._by_embedded: dict[str, Answer] = {}
         self._python_patterns: dict[int, Any] = {}  # entry index -> re twin, or False
         self._texts: dict[tuple, Answer] = {}  # (entry, used field values) -> shared answer
+        self._verdict_reads: dict[int, tuple[str, ...]] = {}  # entry -> names its verdicts read
+        self._verdict_memo: dict[tuple, tuple[dict, tuple]] = {}  # (entry, those values) -> verdict_values
         self._heads: dict[tuple, HeadTemplate] = {}  # (entry, present fields) -> template
         self._decoded: dict[tuple, tuple[str, str] | None] = {}  # (field spec, value) -> decoding
         self._escaped: dict[str, bytes] = {}  # field value -> its JSON string body
@@ -635,7 +638,7 @@ class Engine:
             entry = self.explainer.entries[shape.entry]
             if len(self._texts) >= TEXTS_LIMIT:
                 self._texts.clear()
-            extra, fired = verdict_values(entry, fields)
+            extra, fired = self._verdicts(shape.entry, entry, fields)
             values = {**fields, **extra} if extra else fields
             present = tuple(name for name in shape.used if name in values) + tuple(n for n in extra if n not in shape.used)
             template = self._heads.get((shape.entry, present, fired))
@@ -646,6 +649,23 @@ class Engine:
                 entry.role.value, shape.tail,  # type: ignore[arg-type]
             )
         return answer
+
+    def _verdicts(self, index: int, entry: Any, fields: dict) -> tuple[dict, tuple]:
+        """``verdict_values``, remembered by the values of just the fields the entry's verdicts
+        and computed values read: texts quote ranks and addresses that vary line by line, the
+        conditions mostly read one or two fields that do not."""
+        if not entry.compute and not entry.verdicts:
+            return {}, ()
+        reads = self._verdict_reads.get(index)
+        if reads is None:
+            reads = self._verdict_reads[index] = tuple(sorted(used_names(entry)))
+        key = (index,) + tuple(map(fields.get, reads))
+        found = self._verdict_memo.get(key)
+        if found is None:
+            if len(self._verdict_memo) >= TEXTS_LIMIT:
+                self._verdict_memo.clear()
+            found = self._verdict_memo[key] = verdict_values(entry, fields)
+        return found
 
     def _decode(self, spec: Any, value: str) -> tuple[str, str] | None:
         """``decode_value``, remembered: bus ids and cpu masks recur on every rank's lines."""
