@@ -255,3 +255,37 @@ def test_verdicts_remembered_by_the_fields_they_read_give_the_spine_answer(tmp_p
     assert {r["summary"]["en"].split(" ")[-1] for r in expected} >= {"node", "3"}  # both verdicts fire
     assert [annotated.record(i) for i in range(len(lines))] == expected
     assert sorted(c["gpu"] for c in calls) == ["12", "3", "9"]  # once per value read, not per rank
+
+
+DIGIT_KB = [
+    demo_entry("demo.bus_comm", r"^dev (?P<bus>(?:0[xX])?[0-9a-f]+) comm (?P<comm>0x[0-9a-f]+|\(nil\)|0) up$",
+               "dev 1000 comm 0x7f3a up", title={"en": "Bus {bus}", "zh": "总线 {bus}"},
+               fields={"bus": {"en": "bus id", "zh": "总线号"}, "comm": {"en": "comm", "zh": "通信器"}},
+               severity="warning", role="root_cause", priority=10),
+    demo_entry("demo.any_dev", r"^dev \S+ comm \S+ up$", "dev zz comm yy up",
+               title={"en": "Any device", "zh": "任意设备"}),
+]
+
+
+def test_shapes_whose_digit_specific_entries_match_anyway_skip_the_per_line_check(tmp_path):
+    """A digit-specific entry whose digit-free paths match a shape's first line matches all of
+    that shape (``_certain``): no per-line check. Where only a digit path matched (a null comm
+    ``0``, an ``0X`` bus id) lines are still checked one by one, and ``comm 5`` / ``5X10``
+    lines, same shape, get the other entry, as the spine says."""
+    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(DIGIT_KB, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    explainer = Explainer(kb_dir=tmp_path, index_dir=tmp_path / "index", index_policy="refuse")
+    assert not explainer.kb.findings
+    lines = []
+    for n in range(1, 6):
+        lines += [PREFIX.format(n=n) + f"dev {n}000 comm 0x7f3a up", PREFIX.format(n=n) + f"dev {n}000 comm {n - 1} up",
+                  PREFIX.format(n=n) + f"dev {n - 1}X10 comm (nil) up"]
+    engine = Engine(explainer, semantic=False, verify="off")
+    annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
+    expected = explainer.explain_many(lines, semantic=False)
+    assert {r["pattern_id"] for r in expected} == {"demo.bus_comm", "demo.any_dev"}
+    assert [annotated.record(i) for i in range(len(lines))] == expected
+    checks = {key.split(b"INFO ")[1]: shape.checks is not None for key, shape in engine._shapes.items()}
+    assert checks[next(k for k in checks if b"comm 0x" in k)] is False  # certain: no line of it is checked
+    assert checks[b"dev 0000 comm 0 up"] is True and checks[b"dev 0X00 comm (nil) up"] is True
+    summary = Engine(explainer, semantic=False, verify="off").summarize(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
+    assert summary.to_json() == annotated.summary.to_json()

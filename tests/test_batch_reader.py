@@ -147,6 +147,33 @@ def test_digit_closure_and_hazards():
     assert line_shape(b"rank 12 at 0x7f3a\n3") == b"rank 00 at 0x0f0a\n0"
 
 
+@pytest.mark.parametrize("pattern,line,shape_mates", [
+    # NCCL's optional 0x before a bus id, its null comm "0", a pointer: the subset keeps the pointer
+    (r"^bus (?:0[xX])?[0-9a-f]+ comm (?:0x[0-9a-f]+|\(nil\)|0)$", "bus 1000 comm 0x7f3a", ["bus 9999 comm 0x7f3a"]),
+    (r"^v(?P<v>\d+)\.\d+ ok", "v2.18 ok", ["v9.99 ok"]),
+])
+def test_digit_interior_is_a_closed_subset(pattern, line, shape_mates):
+    """``interior=True``: no literal digit survives, so a match on one line is a match on every
+    line of its shape, and every match is one of the pattern's own."""
+    import re as re_module
+
+    interior = digit_closure(pattern, zero_x=True, interior=True)
+    assert interior is not None and re_module.search(interior, line)
+    for mate in shape_mates:
+        assert line_shape(mate.encode()) == line_shape(line.encode())
+        assert re_module.search(interior, mate) and re_module.search(pattern, mate)
+
+
+def test_digit_interior_drops_the_paths_through_a_digit():
+    import re as re_module
+
+    interior = digit_closure(r"^(?:0|\(nil\)) via P2P$", zero_x=True, interior=True)
+    assert not re_module.search(interior, "0 via P2P")  # both need a literal digit
+    assert digit_closure(r"0xyz", zero_x=True, interior=True) == r"[^\s\S]xyz"  # 0x kept only before hex
+    assert digit_closure(r"0x[0-9a-f]+", zero_x=True, interior=True) == r"0x[0-9a-f]+"
+    assert digit_closure(r"[1-9]0", zero_x=True, interior=True) is None  # some digits only: no subset
+
+
 def test_normalizer_rules_are_digit_closed():
     """The engine's shape cache relies on this; if a rule changes, the engine must notice."""
     from indexer.normalize import ANSI, CONTROL, PREFIX_RULES

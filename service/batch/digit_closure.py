@@ -115,7 +115,10 @@ def _class_digits(body: str) -> set[str] | None:
 ZERO_X_HAZARD = "[1-9]x[0-9a-fA-F]"
 
 
-def digit_closure(pattern: str, zero_x: bool = False) -> str | None:
+NEVER = "[^\\s\\S]"  # a class no character is in
+
+
+def digit_closure(pattern: str, zero_x: bool = False, interior: bool = False) -> str | None:
     """A digit-closed regex matching (at least) every shape of every line ``pattern`` matches.
 
     Returns the pattern unchanged when it is already digit-closed, and None when a construct
@@ -125,8 +128,15 @@ def digit_closure(pattern: str, zero_x: bool = False) -> str | None:
     containing ``ZERO_X_HAZARD`` (a non-zero digit before ``x`` and a hex digit) down a slow
     path: on the other lines a digit before ``x``-and-hex is always ``0``, so ``0x[0-9a-f]+``
     (NCCL's comm pointers) cannot tell same-shape lines apart.
+
+    ``interior``: the other side instead, a digit-closed *subset*: every digit-specific atom
+    (a literal digit, the digit of an escape) becomes a class no character is in, so the
+    regex matches only by paths that meet no such atom. If it matches a line, ``pattern``
+    matches every line of that line's shape. A class that accepts some digits only gives
+    None (no subset is built for it).
     """
     out: list[str] = []
+    digit = NEVER if interior else "\\d"
     i = 0
     while i < len(pattern):
         char = pattern[i]
@@ -138,7 +148,7 @@ def digit_closure(pattern: str, zero_x: bool = False) -> str | None:
                 decoded = _hex_escape(pattern, i)
                 if decoded is None:
                     return None
-                out.append("\\d" if decoded[0] in DIGITS else pattern[i:i + decoded[1]])
+                out.append(digit if decoded[0] in DIGITS else pattern[i:i + decoded[1]])
                 i += decoded[1]
                 continue
             if nxt in DIGITS or nxt in "pPu" or nxt == "Q":
@@ -158,8 +168,8 @@ def digit_closure(pattern: str, zero_x: bool = False) -> str | None:
                 return None
             if len(digits) in (0, len(DIGITS)):
                 out.append(pattern[i:end])  # all digits in, or all out: already closed
-            elif negated:
-                return None  # excludes some digits only, e.g. [^1]
+            elif negated or interior:
+                return None  # excludes some digits only, e.g. [^1]; or no subset wanted
             else:
                 out.append(pattern[i:end - 1] + "0-9]")  # now accepts every digit
             i = end
@@ -182,10 +192,10 @@ def digit_closure(pattern: str, zero_x: bool = False) -> str | None:
             i = close + 1
             continue
         if char in DIGITS:
-            if zero_x and char == "0" and pattern.startswith("x", i + 1):
-                out.append(char)
+            if zero_x and char == "0" and pattern.startswith("x[0-9a-f" if interior else "x", i + 1):
+                out.append(char)  # (a subset keeps it only before a hex class, as the hazard reads)
             else:
-                out.append("\\d")
+                out.append(digit)
             i += 1
             continue
         out.append(char)

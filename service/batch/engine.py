@@ -336,6 +336,8 @@ class Engine:
         self._guards = FilteredSet(_SET_OPTIONS)  # their digit closures, for shapes
         self._specific = FilteredSet(_SET_OPTIONS)  # the patterns themselves, for lines
         self._closed_entries: set[int] = set()  # digit-closed: same group spans on a whole shape
+        self._specific_patterns: list[str] = []
+        self._interiors: dict[int, Any] = {}  # digit-specific entry -> its digit-closed subset, or False
         closures = derived_map("closure", _zero_x_closure, list(patterns))
         for index, (pattern, closure) in enumerate(zip(patterns, closures)):
             rules = list(contexts.get(index, {}).items())
@@ -345,6 +347,7 @@ class Engine:
             self._closures.append(closure if closure is not None else "")  # "" matches every shape
             self._guards.Add(self._closures[-1], check=False)
             self._specific.Add(pattern, check=False)
+            self._specific_patterns.append(pattern)
             self._digit_specific.append([(k, re2.compile(rx)) for k, rx in rules])
         self._ruled = frozenset(i for i, rules in enumerate(self._digit_specific) if rules)  # with context rules
         self._subsets: dict[frozenset, Callable[[str], list[int]]] = {}  # relevant entries -> their small set
@@ -381,6 +384,8 @@ class Engine:
         """Everything about a shape that its first line can tell."""
         relevant = self._relevant(normalized.message)
         shape = self._learn_normalization(text, normalized)
+        if relevant:
+            relevant = relevant - self._certain(relevant, normalized.message)
         if relevant:
             shape.checks = (relevant, self._outcomes(relevant, normalized.message, normalized.context))
             shape.checks_context = any(self._digit_specific[i] for i in relevant)
@@ -439,6 +444,29 @@ class Engine:
         if not self._digit_specific:
             return frozenset()
         return frozenset(self._guards.Match(message.translate(_STR_SHAPE)) or ())
+
+    def _certain(self, relevant: frozenset, message: str) -> frozenset:
+        """The ``relevant`` entries that match every line of this message's shape: their
+        digit-closed subset (``digit_closure(interior=True)``: NCCL's optional ``0x`` before a
+        bus id and its ``0`` for a null comm cannot take part) matches this message. Entries
+        with context rules stay per line."""
+        if len(relevant) > FEW_RELEVANT:
+            return frozenset()
+        certain = []
+        for i in relevant:
+            if i in self._ruled:
+                continue
+            interior = self._interiors.get(i)
+            if interior is None:
+                made = digit_closure(self._specific_patterns[i], zero_x=True, interior=True)
+                try:
+                    interior = re2.compile(made) if made is not None else False
+                except re2.error:
+                    interior = False
+                self._interiors[i] = interior
+            if interior is not False and interior.search(message) is not None:
+                certain.append(i)
+        return frozenset(certain)
 
     def _pointer_hits(self, message: str) -> frozenset:
         """Which KB patterns and digit closures occur in ``message`` (before context rules)."""
