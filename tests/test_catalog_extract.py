@@ -1136,3 +1136,68 @@ def test_older_wheels_add_their_messages_and_extend_the_span_of_shared_ones(tmp_
     assert rows["Running torch.distributed.run with args: {sys.argv}"]["versions"] == ["v1.9.0"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert [r["version"] for r in manifest["read"]["pytorch-python-additions"]] == ["v1.9.0", "v1.10.2", "v2.6.0"]
+
+
+OMPI_HELP = """# -*- text -*-
+# Copyright (c) 2004-2005 The Trustees of Indiana University.
+#
+[error in device init]
+WARNING: There was an error initializing an OpenFabrics device.
+
+  Local host:   %s
+  Local device: %s
+#
+[short]
+%s
+#
+[orterun:proc-aborted]
+%s noticed that process rank %lu with PID %lu on node %s exited on signal %d.
+#
+"""
+
+OMPI_SHOW_HELP = r'''
+static void show_accumulated_duplicates(int fd, short event, void *context)
+{
+    for (item = opal_list_get_first(&abd_tuples);
+         opal_list_get_end(&abd_tuples) != item;
+         item = opal_list_get_next(item)) {
+        if (tli->tli_display) {
+            opal_output(0, "%d more process%s sent help message %s / %s",
+                        tli->tli_count_since_last_display,
+                        (tli->tli_count_since_last_display > 1) ? "es have" : " has",
+                        tli->tli_filename, tli->tli_topic);
+            opal_output(5, "debug stream output %s", x);
+        }
+    }
+}
+'''
+
+
+def test_ompi_help_topics_become_their_headlines():
+    """A help topic prints line by line: its first line is the record; the later field lines
+    and topics too generic to recognise (a bare "%s") give none."""
+    from indexer.catalog.extract import ompi_file
+
+    occ = ompi_file("opal/mca/btl/openib/help-mpi-btl-openib.txt", OMPI_HELP)
+    assert [(o.function, o.level, o.line) for o in occ] == [
+        ("error in device init", "warning", 5), ("orterun:proc-aborted", "error", 14)]
+    rx = re2.compile(to_pattern(list(occ[1].pieces), anchor_start=True)[0])
+    assert rx.search("mpirun noticed that process rank 5 with PID 4242 on node gpu-2 exited on signal 9.")
+    assert not ompi_file("ompi/runtime/ompi_mpi_init.c", OMPI_HELP)  # not a help file
+
+
+def test_ompi_aggregated_help_line_has_one_record_per_branch():
+    """``cond ? "es have" : " has"`` prints one of two texts: both become records, not a
+    wildcard; the enclosing function is the definition, not the loop header's call."""
+    from indexer.catalog.extract import ompi_file
+    from indexer.catalog.spec import ompi_tags
+
+    occ = ompi_file("orte/util/show_help.c", OMPI_SHOW_HELP)
+    assert len(occ) == 2 and {o.function for o in occ} == {"show_accumulated_duplicates"}
+    assert not any(o.anchored for o in occ)  # mpirun prints them after "[host:pid] "
+    rxs = [re2.compile(to_pattern(list(o.pieces), anchor_start=False)[0]) for o in occ]
+    line = "[node-3:12345] 3 more processes have sent help message help-mpi-btl-openib.txt / no device params found"
+    assert sum(bool(rx.search(line)) for rx in rxs) == 1
+    assert sum(bool(rx.search("[n:1] 1 more process has sent help message f.txt / t")) for rx in rxs) == 1
+    assert ompi_tags(["v2.1.6", "v3.0.5", "v3.0.6", "v4.1.8", "v5.0.0rc1", "v5.0.10", "v5.0.9"]) == [
+        "v3.0.6", "v4.1.8", "v5.0.10"]

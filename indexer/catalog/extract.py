@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from indexer.catalog.clike import Source, blank, brace_from_args, literal_concat, printf_from_args, shift_chain, stream_pieces
-from indexer.catalog.formats import Piece, Slot, literal_weight, merge_pieces
+from indexer.catalog.formats import Piece, Slot, literal_weight, merge_pieces, printf_pieces
 
 
 @dataclass(frozen=True)
@@ -687,4 +687,68 @@ def gloo_file(path: str, text: str) -> list[Occurrence]:
         if not meaningful(tuple(merge_pieces([body])), 8):
             continue
         out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), True, name))
+    return out
+
+
+# ---- Open MPI: show_help topics and the aggregated-help lines --------------------------------
+# opal_show_help(file, topic, want_error_header, ...) prints the topic's text from the help file
+# (opal/util/show_help.c: the lines under "[topic]" up to the next topic, with printf
+# conversions filled), between lines of dashes. A log shows the text line by line, so a record
+# is the topic's first line, the headline ("WARNING: There was an error initializing an
+# OpenFabrics device."); the later lines ("  Local host: %s") say nothing on their own. Topics
+# whose headline is too generic to recognise (a bare "%s", a short phrase) are left out.
+# orte/util/show_help.c (v3-v4) then counts the repeats from other processes and prints
+# "N more processes have sent help message FILE / TOPIC" once aggregation is on.
+_HELP_TOPIC = re.compile(r"^\[(?P<topic>[^\]]+)\]\s*$")
+_C_DEFINITION = re.compile(r"^(?:static\s+)?(?:void|int|bool|char\s*\*|\w+_t)\s+\*?(\w+)\s*\(", re.MULTILINE)
+
+
+_TERNARY = re.compile(r'^\(?[^?]*\)?\s*\?\s*"((?:\\.|[^"\\])*)"\s*:\s*"((?:\\.|[^"\\])*)"$')
+
+
+def _ternary_variants(pieces: list[Piece]) -> list[list[Piece]]:
+    """A ``%s`` filled by ``cond ? "es have" : " has"`` prints one of two texts: one
+    variant of the pieces per branch, each with the text in place of the slot."""
+    for i, piece in enumerate(pieces):
+        if isinstance(piece, Slot) and (m := _TERNARY.match(piece.arg.strip())):
+            return [v for branch in m.groups() for v in _ternary_variants(pieces[:i] + [branch] + pieces[i + 1:])]
+    return [pieces]
+
+
+def ompi_file(path: str, text: str) -> list[Occurrence]:
+    if path.endswith("show_help.c"):
+        out = []
+        for call in Source(text).calls(r"opal_output|asprintf"):
+            args = call.args
+            at = 1  # opal_output(0, fmt, ...) and asprintf(&buf, fmt, ...)
+            if len(args) <= at or (call.name == "opal_output" and args[0].strip() != "0"):
+                continue
+            pieces = printf_from_args(args[at], args[at + 1:])
+            if pieces and meaningful(tuple(pieces), 16):
+                # the loop header "item = opal_list_get_next(item)) {" reads as a definition to
+                # the generic scan: take the last C definition that starts a line instead
+                heads = _C_DEFINITION.findall(text[:call.offset])
+                for variant in _ternary_variants(pieces):
+                    # not anchored: mpirun prints these after a "[host:pid] " of its own
+                    out.append(Occurrence(path, call.line, heads[-1] if heads else call.function, "warning",
+                                          tuple(merge_pieces(variant)), False, call.name))
+        return out
+    if not path.rsplit("/", 1)[-1].startswith("help-"):
+        return []
+    out = []
+    topic, headline_seen = None, False
+    for number, line in enumerate(text.splitlines(), 1):
+        m = _HELP_TOPIC.match(line)
+        if m:
+            topic, headline_seen = m.group("topic"), False
+            continue
+        if topic is None or headline_seen or line.startswith("#") or not line.strip():
+            continue
+        headline_seen = True
+        pieces = tuple(printf_pieces(line.rstrip(), []))
+        if not meaningful(pieces, 24):
+            continue
+        fixed = " ".join(p for p in pieces if isinstance(p, str)).lower()
+        level = "warning" if fixed.lstrip().startswith("warning") else "error"
+        out.append(Occurrence(path, number, topic, level, pieces, True, "opal_show_help"))
     return out

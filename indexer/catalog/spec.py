@@ -317,3 +317,22 @@ OFI_NCCL_SKIP = re.compile(r"/(?:tests?|3rd-party)/|^3rd-party/|^tests?/")
 GLOO_UNDER = ("gloo",)
 GLOO_SKIP = re.compile(r"^gloo/(?:test|benchmark|examples)/|^gloo/common/(?:error|logging)\.h$")
 GLOO_FIRST_YEAR = 2018
+
+
+def ompi_tags(tags: list[str]) -> list[str]:
+    """Open MPI releases from v3.0 (2017) on: the last patch release of each minor version."""
+    last: dict[tuple, tuple] = {}
+    for t in tags:
+        if re.fullmatch(r"v\d+\.\d+\.\d+", t) and version_key(t) >= (3, 0):
+            key = version_key(t)
+            if key[:2] not in last or key > last[key[:2]][0]:
+                last[key[:2]] = (key, t)
+    return [t for _, t in sorted(last.values())]
+
+
+# Open MPI's help files (the texts opal_show_help prints) and the two show_help.c that print
+# the aggregated "N more processes have sent help message" lines; OSHMEM and the contrib/test
+# trees are not what a training job runs
+OMPI_UNDER = ("ompi", "opal", "orte")
+OMPI_SUFFIXES = (".txt", "/show_help.c")
+OMPI_SKIP = re.compile(r"/(?:tests?|contrib)/|/pmix/pmix\d+x/pmix/")
