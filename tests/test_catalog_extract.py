@@ -1202,3 +1202,17 @@ def test_ompi_aggregated_help_line_has_one_record_per_branch():
     assert sum(bool(rx.search("[n:1] 1 more process has sent help message f.txt / t")) for rx in rxs) == 1
     assert ompi_tags(["v2.1.6", "v3.0.5", "v3.0.6", "v4.1.8", "v5.0.0rc1", "v5.0.10", "v5.0.9"]) == [
         "v3.0.6", "v4.1.8", "v5.0.10"]
+
+
+def test_text_placeholders_keep_a_group_name_that_is_also_another_groups_argument():
+    """In "{cid} (0x{cid_2})" the group cid prints the client's name (a lookup by cid) and
+    cid_2 prints the argument `cid`. A writer's {cid} names the group, as writers are told;
+    only a quoted argument that is no group's name is rewritten to its group."""
+    from indexer.catalog.texts import _name_fields
+
+    groups = {"cid": 'cid >= N ? "unknown" : names[cid]', "cid_2": "cid", "scope": "self.scope"}
+    text = {"title": {"en": "client {cid} (0x{cid_2})", "zh": "client {cid}（0x{cid_2}）"},
+            "explanation": {"en": "in {self.scope}, {other}", "zh": "在 {self.scope} 中"}}
+    out = _name_fields(text, groups)
+    assert out["title"]["en"] == "client {cid} (0x{cid_2})"
+    assert out["explanation"]["en"] == "in {scope}, `other`"

@@ -32,10 +32,12 @@ def _name_fields(text: dict, groups: dict[str, str]) -> dict:
 
     def one(m: re.Match) -> str:
         inner = m.group(1)
+        if inner in names:
+            # a group's own name wins: in "{cid} (0x{cid_2})" the group cid prints the
+            # client's name and cid_2 prints the argument `cid`; writers are told to use names
+            return m.group(0)
         if inner in by_arg:
             return "{" + by_arg[inner] + "}"
-        if inner in names:
-            return m.group(0)
         # a name no group captures would print as "<name>": show it as the name it is
         return "`" + inner + "`" if re.fullmatch(r"[A-Za-z_][\w.]*", inner) else m.group(0)
 
