@@ -1212,7 +1212,14 @@ def test_text_placeholders_keep_a_group_name_that_is_also_another_groups_argumen
 
     groups = {"cid": 'cid >= N ? "unknown" : names[cid]', "cid_2": "cid", "scope": "self.scope"}
     text = {"title": {"en": "client {cid} (0x{cid_2})", "zh": "client {cid}（0x{cid_2}）"},
-            "explanation": {"en": "in {self.scope}, {other}", "zh": "在 {self.scope} 中"}}
+            "explanation": {"en": "in {scope}, {other}", "zh": "在 {scope} 中"}}
     out = _name_fields(text, groups)
     assert out["title"]["en"] == "client {cid} (0x{cid_2})"
     assert out["explanation"]["en"] == "in {scope}, `other`"
+    text = {"title": {"en": "in {self.scope}", "zh": "在 {self.scope} 中"}}
+    assert _name_fields(text, groups)["title"]["en"] == "in {scope}"
+    # written in arguments (it quotes {__name__}, which no group is named after): {name} is
+    # the argument `name`, printed by group name_2
+    groups = {"name": "__name__", "name_2": "name"}
+    text = {"title": {"en": "{__name__} has no attribute {name}", "zh": "{__name__} 没有属性 {name}"}}
+    assert _name_fields(text, groups)["title"]["en"] == "{name} has no attribute {name_2}"

@@ -24,20 +24,28 @@ KEYS = ("severity", "role", "title", "explanation", "action")
 
 
 def _name_fields(text: dict, groups: dict[str, str]) -> dict:
-    """Writers quote a value as the format shows it, ``{self.scope}``; an answer fills
-    ``{group}``. Rewrite each quoted argument to the name of the group that captures it."""
-    by_arg = {arg: name for name, arg in groups.items()}
+    """Writers quote a value as the format shows it, ``{self.scope}``, or by its group's name,
+    ``{scope}``; an answer fills ``{group}``. Rewrite each quoted argument to the name of the
+    group that captures it.
 
+    A spelling can be both: in "{cid} (0x{cid_2})" the group ``cid`` prints a lookup by the
+    argument ``cid``, which group ``cid_2`` prints. A text that quotes some argument no group is
+    named after (``{__name__}``) was written in arguments, so ``{cid}`` there means the
+    argument; otherwise it was written in group names, as writers are asked, and ``{cid}``
+    stays the group."""
+    by_arg = {arg: name for name, arg in groups.items()}
     names = set(groups)
+    fields = [v for key in ("title", "explanation", "action") if isinstance(text.get(key), dict)
+              for v in text[key].values() if isinstance(v, str)]
+    in_arguments = any(inner in by_arg and inner not in names
+                       for v in fields for inner in re.findall(r"\{([^{}]+)\}", v))
 
     def one(m: re.Match) -> str:
         inner = m.group(1)
-        if inner in names:
-            # a group's own name wins: in "{cid} (0x{cid_2})" the group cid prints the
-            # client's name and cid_2 prints the argument `cid`; writers are told to use names
-            return m.group(0)
-        if inner in by_arg:
+        if inner in by_arg and (in_arguments or inner not in names):
             return "{" + by_arg[inner] + "}"
+        if inner in names:
+            return m.group(0)
         # a name no group captures would print as "<name>": show it as the name it is
         return "`" + inner + "`" if re.fullmatch(r"[A-Za-z_][\w.]*", inner) else m.group(0)
 
