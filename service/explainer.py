@@ -324,6 +324,14 @@ class Explainer:
                 answers[i] = self._unknown(normalized[i], [], 0.0)
         return answers  # type: ignore[return-value]
 
+    def regex_hits(self, message: str, context: dict[str, str] | None = None) -> list[int]:
+        """What the regex tier finds for ``message`` before its traceback fallback, as indices
+        into ``entries`` and ``patterns``, best first: the curated entries that match, when any
+        does (they come first in ``entries`` and outrank every record, so the catalogue's
+        27,000 patterns need not be asked), else every entry that matches."""
+        hits = self._curated_patterns.matching(message, context)
+        return hits if hits else self.patterns.matching(message, context)
+
     def _regex_answer(self, line: NormalizedLine) -> dict | None:
         if not line.message and not line.context.get("prefix_only"):
             return None  # a blank line; a prefix with nothing after it is matched below

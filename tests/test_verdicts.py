@@ -12,7 +12,7 @@ import pytest
 
 from batch_helpers import annotate
 from indexer.kb_check import run_checks
-from indexer.verdicts import as_seconds, as_size, evaluate, holds, parse
+from indexer.verdicts import VerdictError, as_seconds, as_size, evaluate, holds, parse
 from test_kb_check import VALID, write_kb
 
 # ------------------------------------------------------------------ the evaluator
@@ -50,6 +50,56 @@ def test_a_condition_that_cannot_be_evaluated_does_not_fire():
     assert not holds("1 / (x - x) > 0", {"x": "5"})  # division by zero
     # "or": a side that cannot be evaluated is false, the other still decides
     assert holds("num(missing) > 1 or 2 > 1", {})
+
+
+def _outcome(run, values):
+    try:
+        value = run(values)
+    except VerdictError as exc:
+        return ("error", type(exc).__name__)
+    return ("value", type(value).__name__, repr(value))
+
+
+def _kb_expressions() -> list[str]:
+    from indexer import paths
+    from indexer.kb_loader import load_kb
+
+    sources = set()
+    for loaded in load_kb(paths.kb_dir()).entries:
+        entry = loaded.entry
+        sources.update(v.when for v in entry.verdicts or ())
+        sources.update((entry.compute or {}).values())
+    return sorted(sources)
+
+
+def test_compiled_conditions_equal_the_tree_walk_on_every_kb_condition():
+    """``evaluate`` runs a condition as closures compiled once; ``_eval`` walks the tree. On
+    every condition and computed value of the KB, over values of every kind a field can hold
+    (numbers, hex, sizes, durations, words, empty, missing), both give the same value of the
+    same type, or both refuse."""
+    import random
+
+    from indexer.verdicts import _eval
+
+    sources = _kb_expressions() + [
+        "1 < 2 < 3", "not x", "-x", "+x", "x + y", "x / y", "x // y", "x % y", "x in ('a', 1)",
+        "x not in y", "x == y != z", "x if y else z", "len(x) > 3 or upper(y) == 'A'", "round(x, 1)",
+        "min(x, y) <= max(y, z)", "abs(x) and has(y)", "x or y or z", "startswith(x, 'N') and contains(y, x)",
+    ]
+    assert len(sources) > 40  # the KB's own conditions are most of them
+    pool = ["0", "1", "3", "-2", "0x1f", "1,024", "2.5", "nan", "inf", "", "600061 ms", "30s", "1:30:00",
+            "818.67 MiB", "1.5GB", "ALLREDUCE", "a", "N", "yes", "True", "1e400", 7, 0.0, 2.5, True, None]
+    rng = random.Random(17)
+    compared = 0
+    for source in sources:
+        expression = parse(source)
+        names = sorted(expression.names) + ["x", "y", "z"]
+        for _ in range(60):
+            values = {n: rng.choice(pool) for n in names if rng.random() < 0.9}
+            assert _outcome(expression.run, values) == _outcome(lambda v: _eval(expression.tree, v), values), (
+                source, values)
+            compared += 1
+    assert compared == 60 * len(sources)
 
 
 @pytest.mark.parametrize("source", [
