@@ -204,6 +204,7 @@ class Explainer:
         # Set by a server: never-seen lines of concurrent requests are encoded together, fairly.
         self.scheduler: EncodeScheduler | None = None
         self._format_rx: dict[str, object] = {}
+        self._last_hits: tuple[str, dict, tuple[int, ...], bool] | None = None  # _hits' last question
         # Set by a batch run: the embedding time it may spend (None: no limit).
         self.semantic_budget: SemanticBudget | None = None
 
@@ -329,22 +330,33 @@ class Explainer:
         into ``entries`` and ``patterns``, best first: the curated entries that match, when any
         does (they come first in ``entries`` and outrank every record, so the catalogue's
         27,000 patterns need not be asked), else every entry that matches."""
+        return list(self._hits(message, context)[0])
+
+    def _hits(self, message: str, context: dict[str, str] | None) -> tuple[tuple[int, ...], bool]:
+        """``regex_hits`` and whether they are the curated set's, remembered for the last
+        message asked: the batch engine asks about a shape's first line, then explains it."""
+        last = self._last_hits
+        if last is not None and last[0] == message and last[1] == (context or {}):
+            return last[2], last[3]
+        # A curated entry outranks every catalogue record, so a curated match is the answer
+        # whatever the catalogue holds: no need to load or compile it.
         hits = self._curated_patterns.matching(message, context)
-        return hits if hits else self.patterns.matching(message, context)
+        curated = bool(hits)
+        if not curated:
+            hits = self.patterns.matching(message, context)
+        self._last_hits = (message, dict(context or {}), tuple(hits), curated)
+        return tuple(hits), curated
 
     def _regex_answer(self, line: NormalizedLine) -> dict | None:
         if not line.message and not line.context.get("prefix_only"):
             return None  # a blank line; a prefix with nothing after it is matched below
         message = line.message
-        # A curated entry outranks every catalogue record, so a curated match is the answer
-        # whatever the catalogue holds: no need to load or compile it.
-        hits = self._curated_patterns.matching(message, line.context)
-        if hits:
+        hits, curated = self._hits(message, line.context)
+        if curated:
             entry = self._curated[hits[0]]
             fields = self._curated_patterns.groups(hits[0], message)
             candidates = [{"pattern_id": self._curated[h].id, "confidence": REGEX_CONFIDENCE} for h in hits[:3]]
             return self._known(line, entry, fields, REGEX_CONFIDENCE, "regex", candidates)
-        hits = self.patterns.matching(message, line.context)
         if not hits:
             # The last line of a traceback, "XError: message": when no entry knows the whole
             # line, the message is explained by whatever entry knows it.
