@@ -325,6 +325,11 @@ class Explainer:
                 answers[i] = self._unknown(normalized[i], [], 0.0)
         return answers  # type: ignore[return-value]
 
+    @property
+    def curated_count(self) -> int:
+        """How many curated entries there are: they are ``entries[:curated_count]``."""
+        return len(self._curated)
+
     def regex_hits(self, message: str, context: dict[str, str] | None = None) -> list[int]:
         """What the regex tier finds for ``message`` before its traceback fallback, as indices
         into ``entries`` and ``patterns``, best first: the curated entries that match, when any

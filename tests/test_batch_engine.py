@@ -289,3 +289,47 @@ def test_shapes_whose_digit_specific_entries_match_anyway_skip_the_per_line_chec
     assert checks[b"dev 0000 comm 0 up"] is True and checks[b"dev 0X00 comm (nil) up"] is True
     summary = Engine(explainer, semantic=False, verify="off").summarize(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
     assert summary.to_json() == annotated.summary.to_json()
+
+
+def _record(rid: str, pattern: str, example: str) -> dict:
+    return {
+        "id": rid, "component": "nccl", "repo": "NVIDIA/nccl", "file": "src/init.cc", "line": 1,
+        "function": "ncclInit", "level": "WARN", "call": "WARN", "format": example, "pattern": pattern,
+        "groups": {"x": "x"}, "versions": ["v2.19.3-1"], "matchable": True, "severity": "warning",
+        "role": "root_cause", "title": {"en": "Gadget {x}", "zh": "部件 {x}"},
+        "explanation": {"en": "Printed for gadget {x}.", "zh": "部件 {x} 时打印。"},
+        "action": {"en": "Check it.", "zh": "检查一下。"}, "example": {"line": example, "constructed": True},
+    }
+
+
+def test_records_are_watched_unless_a_digit_closed_curated_entry_holds_the_whole_shape(tmp_path):
+    """A shape whose first line a digit-closed curated entry answers watches only the curated
+    digit-specific entries: ``rank 7`` lines, same shape as ``rank 3``, still get the curated
+    entry that names 7. A shape a catalogue record answers first watches every digit-specific
+    entry: ``gadget 7`` lines, same shape as ``gadget 3``, get the record that names 7."""
+    import json
+
+    kb = [
+        demo_entry("demo.rank_any", r"^rank (?P<rank>\d+) failed$", "rank 3 failed",
+                   title={"en": "Rank {rank} failed", "zh": "rank {rank} 失败"},
+                   fields={"rank": {"en": "rank", "zh": "rank 编号"}}),
+        demo_entry("demo.rank_seven", r"^rank 7 failed$", "rank 7 failed", priority=10,
+                   title={"en": "Rank seven", "zh": "第七个 rank"}),
+    ]
+    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(kb, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    (tmp_path / "catalog").mkdir()
+    records = [_record("nccl.init.00000001", r"^gadget \d+ is (?P<x>\S+)\s*$", "gadget 3 is foo"),
+               _record("nccl.init.00000002", r"^gadget 7 is (?P<x>\S+)\s*$", "gadget 7 is foo")]
+    (tmp_path / "catalog" / "nccl.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    explainer = Explainer(kb_dir=tmp_path, index_dir=tmp_path / "index", index_policy="refuse")
+    assert not explainer.kb.findings
+    lines = []
+    for n in range(1, 4):
+        for k in (3, 7, 5):
+            lines += [PREFIX.format(n=n) + f"rank {k} failed", PREFIX.format(n=n) + f"gadget {k} is bar{n}"]
+    engine = Engine(explainer, semantic=False, verify="off")
+    annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
+    expected = explainer.explain_many(lines, semantic=False)
+    assert {r["pattern_id"] for r in expected} == {
+        "demo.rank_any", "demo.rank_seven", "nccl.init.00000001", "nccl.init.00000002"}
+    assert [annotated.record(i) for i in range(len(lines))] == expected

@@ -349,6 +349,13 @@ class Engine:
             self._specific.Add(pattern, check=False)
             self._specific_patterns.append(pattern)
             self._digit_specific.append([(k, re2.compile(rx)) for k, rx in rules])
+        # The digit-specific entries are numbered in entry order, curated ones first: a shape
+        # whose first line a digit-closed curated entry answers needs only those (below).
+        curated = explainer.curated_count
+        self._curated_guards = FilteredSet(_SET_OPTIONS)
+        for closure in self._closures[:sum(1 for i in range(curated) if i not in self._closed_entries)]:
+            self._curated_guards.Add(closure, check=False)
+        self._curated_guards.Compile()
         self._ruled = frozenset(i for i, rules in enumerate(self._digit_specific) if rules)  # with context rules
         self._subsets: dict[frozenset, Callable[[str], list[int]]] = {}  # relevant entries -> their small set
         if self._digit_specific:
@@ -382,7 +389,12 @@ class Engine:
 
     def _learn(self, text: str, normalized: NormalizedLine) -> Shape:
         """Everything about a shape that its first line can tell."""
-        relevant = self._relevant(normalized.message)
+        hits = self.explainer.regex_hits(normalized.message, normalized.context)
+        # A digit-closed curated entry that matches this line matches every line of the shape;
+        # curated entries outrank every record, so no record can change these lines' answers
+        # or candidates: only curated digit-specific entries need watching.
+        curated_only = bool(hits) and hits[0] < self.explainer.curated_count and hits[0] in self._closed_entries
+        relevant = self._relevant(normalized.message, curated_only)
         shape = self._learn_normalization(text, normalized)
         if relevant:
             relevant = relevant - self._certain(relevant, normalized.message)
@@ -395,7 +407,6 @@ class Engine:
         if runs and runs[0][0] < shape.lead:
             shape.fast = False  # a pointer inside the prefix: let the spine parse each line
             return shape
-        hits = self.explainer.regex_hits(normalized.message, normalized.context)
         if runs:
             # Lines of this shape may differ from this one in their pointers' letters, which
             # digit closure does not cover: each new set of pointer values is checked once.
@@ -439,11 +450,13 @@ class Engine:
             shape.mode = PENDING
         return shape
 
-    def _relevant(self, message: str) -> frozenset:
-        """The digit-specific entries whose digit closure matches this message's shape."""
+    def _relevant(self, message: str, curated_only: bool = False) -> frozenset:
+        """The digit-specific entries (only the curated ones, with ``curated_only``) whose digit
+        closure matches this message's shape."""
         if not self._digit_specific:
             return frozenset()
-        return frozenset(self._guards.Match(message.translate(_STR_SHAPE)) or ())
+        guards = self._curated_guards if curated_only else self._guards
+        return frozenset(guards.Match(message.translate(_STR_SHAPE)) or ())
 
     def _certain(self, relevant: frozenset, message: str) -> frozenset:
         """The ``relevant`` entries that match every line of this message's shape: their
