@@ -214,6 +214,29 @@ def prefilters(patterns: list[str]) -> list[tuple[frozenset[str], str]]:
     return derived_map("prefilter", prefilter, patterns)
 
 
+def _filtered_state(patterns: list[str]) -> tuple:
+    """``FilteredSet.state()`` for these patterns: each pattern's required words (tuples that
+    share one string per word) and longest literal, the buckets (a pattern filed under its
+    rarest required word) and the patterns without one."""
+    found = prefilters([set_form(p) for p in patterns])
+    shared: dict[str, str] = {}
+    required = [tuple(shared.setdefault(w, w) for w in sorted(words)) for words, _ in found]
+    literal = [lit for _, lit in found]
+    seen: dict[str, int] = {}
+    for words in required:
+        for w in words:
+            seen[w] = seen.get(w, 0) + 1
+    buckets: dict[str, list[int]] = {}
+    in_set: list[int] = []
+    for index, words in enumerate(required):
+        if words:
+            rarest = min(words, key=lambda w: (seen[w], w))
+            buckets.setdefault(rarest, []).append(index)
+        else:
+            in_set.append(index)
+    return required, literal, buckets, in_set
+
+
 class FilteredSet:
     """Which of many patterns occur in a text: ``re2.Set``'s contract (``Add``, ``Compile``,
     ``Match`` → indices) without one big automaton.
@@ -249,23 +272,12 @@ class FilteredSet:
         """``state``: what ``state()`` gave for these same patterns (a KB cache keeps it), so
         the prefilters and buckets are not worked out again."""
         if state is None:
-            found = prefilters([set_form(p) for p in self._patterns])
-            self._required = [words for words, _ in found]
-            self._literal = [literal for _, literal in found]
-            seen: dict[str, int] = {}
-            for words in self._required:
-                for w in words:
-                    seen[w] = seen.get(w, 0) + 1
-            for index, words in enumerate(self._required):
-                if words:
-                    rarest = min(words, key=lambda w: (seen[w], w))
-                    self._buckets.setdefault(rarest, []).append(index)
-                else:
-                    self._in_set.append(index)
-        else:
-            self._required, self._literal, self._buckets, self._in_set = state
-            if len(self._required) != len(self._patterns):
-                raise ValueError("FilteredSet state is for another pattern list")
+            from indexer.derived import derived_value
+
+            state = derived_value("filtered-state", _filtered_state, self._patterns)
+        self._required, self._literal, self._buckets, self._in_set = state
+        if len(self._required) != len(self._patterns):
+            raise ValueError("FilteredSet state is for another pattern list")
         for index in self._in_set:
             self._set.Add(set_form(self._patterns[index]))
         self._checks = [None] * len(self._patterns)

@@ -266,3 +266,37 @@ def test_packed_blobs_read_back_one_at_a_time_and_pickle_as_plain_containers(tmp
     path.write_bytes(path.read_bytes()[:-1])
     with pytest.raises(ValueError, match="truncated"):
         packed.read(path)
+
+
+def test_a_filtered_sets_buckets_are_read_back_for_the_same_patterns(tmp_path, monkeypatch):
+    """``FilteredSet.Compile`` keeps the state it works out (required words, literals, buckets)
+    per exact pattern list: a second set of the same patterns reads it instead of working it out,
+    matches the same, and a list with one pattern more is worked out afresh."""
+    from indexer import derived, patterns
+
+    monkeypatch.setenv("EXPLAINLOG_CACHE", str(tmp_path))
+    worked: list[int] = []
+    real = patterns._filtered_state
+
+    def counting(items):
+        worked.append(len(items))
+        return real(items)
+
+    monkeypatch.setattr(patterns, "_filtered_state", counting)
+    pats = [rf"^gadget {i} (?P<x>\w+) ready" for i in range(derived.MIN_ITEMS + 20)] + [r"\d+ bytes"]
+
+    def built(items):
+        fs = patterns.FilteredSet()
+        for p in items:
+            fs.Add(p, check=False)
+        fs.Compile()
+        return fs
+
+    first, second = built(pats), built(pats)
+    assert worked == [len(pats)]  # the second set read the first one's state
+    assert second.state() == first.state()
+    for text in ["gadget 7 alpha ready", "12 bytes", "gadget 700 x ready", "nothing"]:
+        assert sorted(second.Match(text)) == sorted(first.Match(text))
+    assert sorted(first.Match("gadget 7 alpha ready 12 bytes")) == [7, len(pats) - 1]
+    built(pats + [r"^other \d+"])
+    assert worked == [len(pats), len(pats) + 1]
