@@ -360,8 +360,7 @@ class Explainer:
         if curated:
             entry = self._curated[hits[0]]
             fields = self._curated_patterns.groups(hits[0], message)
-            candidates = [{"pattern_id": self._curated[h].id, "confidence": REGEX_CONFIDENCE} for h in hits[:3]]
-            return self._known(line, entry, fields, REGEX_CONFIDENCE, "regex", candidates)
+            return self._known(line, entry, fields, REGEX_CONFIDENCE, "regex", self.regex_candidates(hits))
         if not hits:
             # The last line of a traceback, "XError: message": when no entry knows the whole
             # line, the message is explained by whatever entry knows it.
@@ -374,8 +373,13 @@ class Explainer:
                 return None
         entry = self.entries[hits[0]]
         fields = self.patterns.groups(hits[0], message)
-        candidates = [{"pattern_id": self.entries[h].id, "confidence": REGEX_CONFIDENCE} for h in hits[:3]]
-        return self._known(line, entry, fields, REGEX_CONFIDENCE, "regex", candidates)
+        return self._known(line, entry, fields, REGEX_CONFIDENCE, "regex", self.regex_candidates(hits))
+
+    def regex_candidates(self, hits: Sequence[int]) -> list[dict]:
+        """The candidates a regex-tier answer lists for these hits (``regex_hits``' order)."""
+        curated, count = self._curated, len(self._curated)
+        return [{"pattern_id": (curated[h] if h < count else self.entries[h]).id, "confidence": REGEX_CONFIDENCE}
+                for h in hits[:3]]
 
     def _semantic_answers(
         self, normalized: list[NormalizedLine], pending: list[int], answers: list,

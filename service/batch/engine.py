@@ -414,15 +414,18 @@ class Engine:
             shape.runs_ok = {text[runs[0][0]:runs[-1][1]]: True}
             shape.pointer_hits = self._pointer_hits(normalized.message)
         if hits:
-            answer = self.explainer.explain_many([text], semantic=False)[0]
             if not self.explainer.patterns.group_names(hits[0]):
+                answer = self.explainer.explain_many([text], semantic=False)[0]
                 shape.mode, shape.answer = FIXED, Answer(answer, None)
             else:
+                # Texts are filled per line (_values_answer); the shape keeps what does not
+                # vary: candidates and source, as the spine's answer gives them.
                 entry = self.explainer.entries[hits[0]]
                 used = sorted(text_names(entry))
                 shape.mode, shape.entry, shape.used = FIELDS, hits[0], tuple(used)
-                shape.candidates = answer["candidates"]
-                shape.tail = Answer(answer, None).tail
+                shape.candidates = self.explainer.regex_candidates(hits)
+                source = self.explainer.source(entry, normalized.message)
+                shape.tail = orjson.dumps({"candidates": shape.candidates, "source": source})[1:-1]
                 if hits[0] in self._closed_entries:
                     shape.regs = self._regs(hits[0], normalized.message)
                     if shape.regs is not None:
