@@ -333,3 +333,18 @@ def test_records_are_watched_unless_a_digit_closed_curated_entry_holds_the_whole
     assert {r["pattern_id"] for r in expected} == {
         "demo.rank_any", "demo.rank_seven", "nccl.init.00000001", "nccl.init.00000002"}
     assert [annotated.record(i) for i in range(len(lines))] == expected
+
+
+def test_the_allocator_is_tuned_where_glibc_allows_and_left_alone_elsewhere(monkeypatch):
+    """On glibc Linux ``tune_malloc`` sets both thresholds; without a C library that has
+    ``mallopt`` (or on another OS) it changes nothing and says so."""
+    import ctypes
+
+    from service.batch import memory
+
+    if sys.platform.startswith("linux"):
+        assert memory.tune_malloc() is True
+    monkeypatch.setattr(ctypes, "CDLL", lambda *a, **k: (_ for _ in ()).throw(OSError("no libc")))
+    assert memory.tune_malloc() is False
+    monkeypatch.setattr(memory.sys, "platform", "darwin")
+    assert memory.tune_malloc() is False

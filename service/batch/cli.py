@@ -158,9 +158,12 @@ def run_annotate(args: argparse.Namespace) -> int:
 
 
 def _run_local(args, fmt, options, sources, problems) -> int:
+    from service.batch.memory import tune_malloc
     from service.batch.pipeline import Limits, annotate_sources
     from service.batch.progress import Progress
     from service.explainer import Explainer
+
+    tune_malloc()  # before the KB is loaded and -j workers fork: they inherit it
 
     explainer = Explainer(kb_dir=args.kb, index_dir=args.index, model_path=args.model, index_policy=args.index_policy)
     total = sum(s.size or 0 for s in sources) if all(not s.is_stdin for s in sources) else None
