@@ -478,6 +478,37 @@ def test_verbs_stderr_warnings_provider_errors_and_devinfo_fields():
     assert field.level == "print" and re2.compile(pattern).search("phys_state:   LINK_UP (5)")
 
 
+def test_infiniband_diags_reports_and_libibmad_field_dumps():
+    from indexer.catalog.extract import rdma_file
+
+    tool = textwrap.dedent('''
+        static void get_port_info(ib_portid_t *dest) {
+            if (!smp_query_via(data, dest, IB_ATTR_PORT_INFO, portnum, 0, srcport))
+                IBEXIT("smp query portinfo failed");
+            IBWARN("PerfMgt ClassPortInfo CapMask 0x%02X; No extended counter support", cap);
+            IBPANIC("can't open UMAD port (%s:%d)", ca, port);
+        }
+    ''')
+    got = {(o.level, display(o.pieces)) for o in rdma_file("infiniband-diags/ibportstate.c", tool)}
+    assert got == {("error", "{tool}: iberror: failed: smp query portinfo failed"),
+                   ("warning", "ibwarn: [{pid}] {function}: PerfMgt ClassPortInfo CapMask 0x{cap}; No extended counter support"),
+                   ("fatal", "ibpanic: [{pid}] {function}: can't open UMAD port ({ca}:{port}): {strerror(errno)}")}
+    fields = textwrap.dedent('''
+        static const ib_field_t ib_mad_f[] = {
+            {},
+            {BITSOFFS(156, 4), "PhysLinkState", mad_dump_physportstate},
+            {BITSOFFS(16, 16), "SymbolErrorCounter", mad_dump_uint},
+        };
+    ''')
+    rows = {o.function: o for o in rdma_file("libibmad/fields.c", fields)}
+    assert set(rows) == {"mad_dump_physportstate", "mad_dump_uint"}
+    pattern, _ = to_pattern(list(rows["mad_dump_physportstate"].pieces), anchor_start=True)
+    # the name is padded with dots to 32 characters, then the value
+    assert re2.compile(pattern).search("PhysLinkState:...................Disabled")
+    assert not re2.compile(pattern).search("PhysLinkState:..Disabled")
+    assert rows["mad_dump_physportstate"].line == 4
+
+
 def test_hsa_runtime_status_texts_and_stderr_reports():
     from indexer.catalog.extract import rocr_file
 

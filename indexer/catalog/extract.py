@@ -316,17 +316,55 @@ def clr_file(path: str, text: str) -> list[Occurrence]:
     return out
 
 
-# ---- rdma-core (libibverbs, librdmacm, the mlx5 provider) -----------------------------------
-RDMA_CALLS = r"fprintf|printf|verbs_err|verbs_warn|verbs_info|mlx5_err"
+# ---- rdma-core (libibverbs, librdmacm, the mlx5 provider, infiniband-diags, libibmad) ------
+RDMA_CALLS = r"fprintf|printf|verbs_err|verbs_warn|verbs_info|mlx5_err|IBEXIT|IBWARN|IBPANIC"
+# infiniband-diags (ibstat, ibportstate, perfquery ...): ibdiag_common.c's ibexit() prints
+# "<tool>: iberror: failed: <message>" (with "[pid N] <function>: " after "iberror: " under -d);
+# libibmad/mad.h's IBWARN prints "ibwarn: [pid] <function>: <message>" and IBPANIC
+# "ibpanic: [pid] <function>: <message>: <strerror(errno)>", all on stderr.
+_IBMAD_HEADS = {
+    "IBEXIT": ([Slot("str", "tool"), ": iberror: failed: "], "error"),
+    "IBWARN": (["ibwarn: [", Slot("int", "pid"), "] ", Slot("str", "function"), ": "], "warning"),
+    "IBPANIC": (["ibpanic: [", Slot("int", "pid"), "] ", Slot("str", "function"), ": "], "fatal"),
+}
+# libibmad/fields.c's table of MAD fields: { offset, width, "Name", mad_dump_<kind> }. Its dumper
+# (_mad_dump_field) prints "Name:" padded with dots to 32 characters, then the value; the
+# infiniband-diags tools (perfquery, smpquery, ibportstate, saquery) print their results this way.
+_IBMAD_FIELD = re.compile(r'\{[^{}"\n]*"(?P<name>[A-Za-z][A-Za-z0-9_]*)"\s*,\s*(?P<dump>mad_dump_[a-z0-9_]+)\s*\}')
+
+
+def _ibmad_fields(path: str, text: str) -> list[Occurrence]:
+    out = []
+    for m in _IBMAD_FIELD.finditer(text):
+        name = m.group("name")
+        dots = "." * (32 - len(name)) if len(name) < 32 else ""
+        line = text.count("\n", 0, m.start()) + 1
+        out.append(Occurrence(path, line, m.group("dump"), "print", (f"{name}:{dots}", Slot("str", "value")),
+                              True, "mad_dump_field"))
+    return out
 
 
 def rdma_file(path: str, text: str) -> list[Occurrence]:
     """What the verbs libraries write to stderr (``PFX "Warning: couldn't load driver"``), the
-    provider's error calls, and the fields the ``ibv_devinfo`` tool prints."""
-    tool = "/examples/" in path
+    provider's error calls, the fields the ``ibv_devinfo`` tool prints, and infiniband-diags'
+    error reports, printed lines and MAD field dumps."""
+    if path == "libibmad/fields.c":
+        return _ibmad_fields(path, text)
+    tool = "/examples/" in path or path.startswith("infiniband-diags/")
     out = []
     for call in Source(text).calls(RDMA_CALLS):
         name, args = call.name, call.args
+        if name in _IBMAD_HEADS:
+            if not args or "define" in args[0]:
+                continue
+            head, level = _IBMAD_HEADS[name]
+            pieces = printf_from_args(args[0], args[1:])
+            if not pieces:
+                continue
+            tail = [": ", Slot("str", "strerror(errno)")] if name == "IBPANIC" else []
+            out.append(Occurrence(path, call.line, call.function, level,
+                                  tuple(merge_pieces([list(head), pieces, tail])), True, name))
+            continue
         if name == "fprintf":
             if len(args) < 2 or args[0].strip() != "stderr":
                 continue

@@ -214,7 +214,8 @@ def rdma_tags(tags: list[str]) -> list[str]:
     return [t for t in tags if re.fullmatch(r"v\d+\.0", t) and version_key(t) >= (20,)]
 
 
-RDMA_UNDER = ("libibverbs", "librdmacm", "providers/mlx5", "providers/mlx4")
+RDMA_UNDER = ("libibverbs", "librdmacm", "providers/mlx5", "providers/mlx4", "infiniband-diags", "libibmad/fields.c",
+              "libibmad/mad.h", "libibmad/rpc.c", "libibmad/resolve.c", "libibmad/sa.c")
 RDMA_SKIP = re.compile(r"/(?:tests?)/|/man/")
 
 
