@@ -693,6 +693,30 @@ def test_linux_driver_prints_carry_their_prefixes():
     assert [o.level for o in occ][:3] == ["error", "warning", "error"]
 
 
+def test_netdev_ibdev_and_mlx5_ib_prints_carry_their_prefixes():
+    from indexer.catalog.extract import linux_file
+
+    src = textwrap.dedent('''
+        static void f(struct mlx5e_priv *priv, struct mlx5_ib_dev *dev, struct ib_device *ibdev)
+        {
+            netdev_info(priv->netdev, "Link down\\n");
+            mlx5_ib_warn(dev, "%s error cqe on cqn 0x%x:\\n", kind, cqn);
+            mlx5_ib_dbg(dev, "syndrome 0x%x, vendor syndrome 0x%x\\n", s, v);
+            ibdev_warn(ibdev, "port %d is not active\\n", port);
+            netdev_dbg(priv->netdev, "not printed without dynamic debug\\n");
+        }
+    ''')
+    occ = linux_file("drivers/infiniband/hw/mlx5/cq.c", src)
+    assert [(o.kind, o.level) for o in occ] == [("netdev_info", "info"), ("mlx5_ib_warn", "warning"),
+                                                ("mlx5_ib_dbg", "debug"), ("ibdev_warn", "warning")]
+    rx = [re2.compile(to_pattern(list(o.pieces))[0]) for o in occ]
+    assert rx[0].search("mlx5_core 0000:af:00.1 enp175s0f1: Link down")
+    assert rx[1].search("infiniband mlx5_2: mlx5_poll_one:611:(pid 4121): Requester error cqe on cqn 0x1a2:")
+    assert rx[2].search("infiniband mlx5_2: mlx5_poll_one:614:(pid 4121): syndrome 0x4, vendor syndrome 0x51")
+    assert rx[3].search("infiniband mlx5_1: port 1 is not active")
+    assert not rx[1].search("infiniband mlx5_2: Requester error cqe on cqn 0x1a2:")
+
+
 def test_amdgpu_files_print_with_amdgpus_dev_fmt():
     from indexer.catalog.extract import linux_file
 

@@ -502,14 +502,17 @@ def nvidia_file(path: str, text: str) -> list[Occurrence]:
 # ---- Linux kernel drivers users meet in training jobs --------------------------------------
 # pr_*() prints its format (after the file's pr_fmt); dev_*() / pci_*() put "<driver> <device>: "
 # in front (and the file's dev_fmt: amdgpu's is "amdgpu: "); mlx5_core_err/warn (and _rl) add
-# "<function>:<line>:(pid <pid>): "; DRM_ERROR prints "[drm:<function> [<module>]] *ERROR* ",
+# "<function>:<line>:(pid <pid>): ", and so do mlx5_ib_err/warn/dbg (mlx5_ib.h; dbg prints under
+# dynamic debug, e.g. the error-CQE dumps of cq.c); netdev_*() put "<driver> <device> <ifname>: "
+# and ibdev_*() "<driver> <ibdev>: " in front; DRM_ERROR prints "[drm:<function> [<module>]] *ERROR* ",
 # DRM_INFO / DRM_WARN "[drm] ". The kernel's %p extensions (%pGg, %pe, %*pbl ...) print text.
 LINUX_CALLS = (r"pr_(?:emerg|alert|crit|err|warn|warning|notice|info)|dev_(?:emerg|alert|crit|err|warn|notice|info)"
                r"(?:_ratelimited|_once)?|pci_(?:err|warn|notice|info)|mlx5_core_(?:err|warn|info)(?:_rl)?"
-               r"|DRM_(?:ERROR|WARN|INFO)(?:_ONCE|_RATELIMITED)?")
+               r"|DRM_(?:ERROR|WARN|INFO)(?:_ONCE|_RATELIMITED)?|netdev_(?:err|warn|notice|info)"
+               r"|ibdev_(?:err|warn|notice|info)(?:_ratelimited)?|mlx5_ib_(?:err|warn|dbg)")
 LINUX_LEVEL = {"emerg": "fatal", "alert": "fatal", "crit": "fatal", "err": "error", "ERROR": "error",
                "warn": "warning", "warning": "warning", "WARN": "warning", "notice": "info", "info": "info",
-               "INFO": "info"}
+               "INFO": "info", "dbg": "debug"}
 _KERNEL_P = re.compile(r"%\*p[a-zA-Z]+|%p[A-Za-z][A-Za-z0-9]*")
 
 
@@ -537,7 +540,7 @@ def linux_file(path: str, text: str) -> list[Occurrence]:
     for call in src.calls(LINUX_CALLS):
         name = call.name
         args = [re.sub(r"\\\n\s*", " ", a).strip() for a in call.args]
-        kind = name.split("_")[1] if name.startswith(("pr_", "dev_", "pci_", "DRM_")) else name.split("_")[2]
+        kind = name.split("_")[1] if name.startswith(("pr_", "dev_", "pci_", "DRM_", "netdev_", "ibdev_")) else name.split("_")[2]
         level = LINUX_LEVEL.get(kind)
         if level is None:
             continue
@@ -558,9 +561,11 @@ def linux_file(path: str, text: str) -> list[Occurrence]:
             head = ["[drm:", Slot("str", "function"), "] *ERROR* "]
         elif name.startswith("DRM_"):
             head = ["[drm] "]
+        elif name.startswith("netdev_"):
+            head = [Slot("str", "device"), " ", Slot("str", "netdev"), ": "]
         else:
             head = [Slot("str", "device"), ": "] + ([dev_fmt] if dev_fmt else [])
-            if name.startswith("mlx5_core_") and not name.startswith("mlx5_core_info"):
+            if (name.startswith("mlx5_core_") and not name.startswith("mlx5_core_info")) or name.startswith("mlx5_ib_"):
                 head += [Slot("str", "function"), ":", Slot("int", "line"), ":(pid ", Slot("int", "pid"), "): "]
         if pieces and isinstance(pieces[0], str) and pieces[0].startswith("\x01"):
             pieces[0] = pieces[0][2:]  # KERN_CONT and level markers
