@@ -325,7 +325,7 @@ def test_python_project_is_read_at_its_release_tags(tmp_path):
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "a")
-    for tag in ("v0.8.3", "v0.9.0", "v0.10.0rc1"):
+    for tag in ("v0.2.0", "v0.8.3", "v0.10.0rc1"):
         _git(repo, "tag", tag)
     (repo / "deepspeed" / "runtime" / "engine.py").write_text('logger.info(f"DeepSpeed Flops Profiler Enabled: {x}")\nlog_dist("new", ranks=[0])\n')
     _git(repo, "commit", "-qam", "b")
@@ -333,12 +333,12 @@ def test_python_project_is_read_at_its_release_tags(tmp_path):
     out = tmp_path / "kb" / "catalog"
     build(out, {"deepspeed": str(repo / ".git")})
     rows = {json.loads(l)["format"]: json.loads(l) for l in (out / "deepspeed.jsonl").read_text().splitlines()}
-    # releases from 0.9 on, final tags only; inference code is out of scope
+    # releases from 0.3 on, final tags only; inference code is out of scope
     assert {f: r["versions"] for f, r in rows.items()} == {
-        "DeepSpeed Flops Profiler Enabled: {x}": ["v0.9.0", "v0.10.0"], "new": ["v0.10.0"]}
+        "DeepSpeed Flops Profiler Enabled: {x}": ["v0.8.3", "v0.10.0"], "new": ["v0.10.0"]}
     assert rows["new"]["repo"] == "deepspeedai/DeepSpeed" and rows["new"]["component"] == "deepspeed"
     manifest = json.loads((out / "manifest.json").read_text())
-    assert [t["version"] for t in manifest["read"]["deepspeed"]] == ["v0.9.0", "v0.10.0"]
+    assert [t["version"] for t in manifest["read"]["deepspeed"]] == ["v0.8.3", "v0.10.0"]
 
 
 def test_messages_built_in_steps_inlined_constants_and_print_arguments():

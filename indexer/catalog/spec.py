@@ -84,7 +84,8 @@ _SKIP_TESTS = r"(?:^|/)tests?/|/test_[^/]*\.py$|(?:^|/)examples?/|/benchmarks?/|
 
 PY_PROJECTS: dict[str, PyProject] = {
     "deepspeed": PyProject(
-        "deepspeed", "deepspeedai/DeepSpeed", _final_tags(r"v\d+\.\d+\.\d+", (0, 9)),
+        # from v0.3.0 (2020): logs of 0.5-0.8 runs are still pasted every day
+        "deepspeed", "deepspeedai/DeepSpeed", _final_tags(r"v\d+\.\d+\.\d+", (0, 3)),
         ("deepspeed", "op_builder", "accelerator"),
         # inference kernels, model injection policies and compression are not what training
         # logs print; the runtime, ZeRO, launcher, comm, checkpoints, accelerator and op builds are
@@ -94,7 +95,10 @@ PY_PROJECTS: dict[str, PyProject] = {
             helpers={"log_dist": Helper(level=None, anchored=False), "print_rank_0": Helper(),
                      "print_json_dist": Helper(), "warning_once": Helper(level="warning"),
                      # op_builder's OpBuilder.warning prints "\033[93m [WARNING] \033[0m <msg>"
-                     "self.warning": Helper(level="warning", anchored=False)},
+                     "self.warning": Helper(level="warning", anchored=False),
+                     # utils/timer.py's ThroughputTimer logs through self.logging, logger.info
+                     # unless the caller passes another function
+                     "self.logging": Helper(level="info")},
             print_paths=("deepspeed/launcher/", "op_builder/", "deepspeed/env_report.py", "accelerator/",
                          "deepspeed/ops/op_builder/", "deepspeed/utils/", "deepspeed/runtime/"),
         ),
