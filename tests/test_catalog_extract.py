@@ -341,6 +341,32 @@ def test_python_project_is_read_at_its_release_tags(tmp_path):
     assert [t["version"] for t in manifest["read"]["deepspeed"]] == ["v0.8.3", "v0.10.0"]
 
 
+def test_deepspeed_config_asserts_and_the_throughput_timer_are_messages():
+    from indexer.catalog.python_src import python_file
+    from indexer.catalog.spec import PY_PROJECTS
+
+    dialect = PY_PROJECTS["deepspeed"].dialect
+    config = textwrap.dedent('''
+        def _batch_assertion(self):
+            assert train_batch == micro_batch * grad_acc * self.world_size, (
+                f"Check batch related parameters. train_batch_size is not equal "
+                f"to micro_batch_per_gpu * gradient_acc_step * world_size "
+                f"{train_batch} != {micro_batch} * {grad_acc} * {self.world_size}")
+    ''')
+    [occ] = python_file("deepspeed/runtime/config.py", config, dialect)
+    assert occ.level == "raise AssertionError" and display(occ.pieces).startswith("Check batch related parameters.")
+    # the same assert elsewhere is an internal invariant, not a message
+    assert python_file("deepspeed/runtime/zero/stage3.py", config, dialect) == []
+    timer = textwrap.dedent('''
+        class ThroughputTimer:
+            def stop(self, global_step=False, report_speed=True):
+                self.logging("{}/{}, SamplesPerSec={}".format(self.epoch_count, self.local_step_count,
+                                                             self.avg_samples_per_sec()))
+    ''')
+    [occ] = python_file("deepspeed/utils/timer.py", timer, dialect)
+    assert occ.level == "info" and "SamplesPerSec=" in display(occ.pieces)
+
+
 def test_messages_built_in_steps_inlined_constants_and_print_arguments():
     from indexer.catalog.python_src import python_file
     from indexer.catalog.spec import PY_PROJECTS

@@ -101,6 +101,10 @@ PY_PROJECTS: dict[str, PyProject] = {
                      "self.logging": Helper(level="info")},
             print_paths=("deepspeed/launcher/", "op_builder/", "deepspeed/env_report.py", "accelerator/",
                          "deepspeed/ops/op_builder/", "deepspeed/utils/", "deepspeed/runtime/"),
+            # ``assert cond, "message"`` where DeepSpeed checks its config and the engine's use
+            # ("Check batch related parameters. train_batch_size is not equal to ...")
+            assert_paths=(r"^deepspeed/runtime/config\.py$", r"^deepspeed/runtime/engine\.py$", r"^deepspeed/launcher/",
+                          r"^deepspeed/runtime/zero/config\.py$", r"^deepspeed/comm/comm\.py$", r"^deepspeed/elasticity/"),
         ),
     ),
     "megatron": PyProject(
