@@ -739,7 +739,8 @@ def test_netdev_ibdev_and_mlx5_ib_prints_carry_their_prefixes():
     assert [(o.kind, o.level) for o in occ] == [("netdev_info", "info"), ("mlx5_ib_warn", "warning"),
                                                 ("mlx5_ib_dbg", "debug"), ("ibdev_warn", "warning")]
     rx = [re2.compile(to_pattern(list(o.pieces))[0]) for o in occ]
-    assert rx[0].search("mlx5_core 0000:af:00.1 enp175s0f1: Link down")
+    m = rx[0].search("mlx5_core 0000:af:00.1 enp175s0f1: Link down")
+    assert m and m.group("device") == "mlx5_core 0000:af:00.1" and m.group("netdev") == "enp175s0f1"
     assert rx[1].search("infiniband mlx5_2: mlx5_poll_one:611:(pid 4121): Requester error cqe on cqn 0x1a2:")
     assert rx[2].search("infiniband mlx5_2: mlx5_poll_one:614:(pid 4121): syndrome 0x4, vendor syndrome 0x51")
     assert rx[3].search("infiniband mlx5_1: port 1 is not active")

@@ -562,7 +562,7 @@ def linux_file(path: str, text: str) -> list[Occurrence]:
         elif name.startswith("DRM_"):
             head = ["[drm] "]
         elif name.startswith("netdev_"):
-            head = [Slot("str", "device"), " ", Slot("str", "netdev"), ": "]
+            head = [Slot("str", "device"), " ", Slot("word", "netdev"), ": "]
         else:
             head = [Slot("str", "device"), ": "] + ([dev_fmt] if dev_fmt else [])
             if (name.startswith("mlx5_core_") and not name.startswith("mlx5_core_info")) or name.startswith("mlx5_ib_"):

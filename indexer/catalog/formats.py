@@ -22,10 +22,11 @@ _KIND_REGEX = {
     "char": r".",
     "str": r".*?",
     "any": r".*?",
+    "word": r"\S+",  # a name without spaces (a network interface)
 }
 _KIND_SAMPLE = {
     "int": "3", "uint": "3", "hex": "1f", "ptr": "0x7f3a2c000000", "float": "1.5",
-    "char": "x", "str": "VALUE", "any": "VALUE",
+    "char": "x", "str": "VALUE", "any": "VALUE", "word": "eth0",
 }
 
 
