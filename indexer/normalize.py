@@ -28,8 +28,9 @@ _NCCL_LOCATION = (r"(?:(?P<source_location>(?:[\w./\-]+|"
 PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("srun", re.compile(r"(?P<rank>\d{1,5}): (?=\S)")),
     # pdsh/DeepSpeed multi-node launcher: "worker-0: ", "node12: " (lowercase, has a digit, no
-    # dots, so "RuntimeError: " and "torch.distributed...Error: " are never taken for a host).
-    ("pdsh", re.compile(r"(?P<host>[a-z][a-z0-9_-]*\d[a-z0-9_-]*|(?:\d{1,3}\.){3}\d{1,3}): (?=\S)")),
+    # dots, so "RuntimeError: " and "torch.distributed...Error: " are never taken for a host;
+    # nor rdma-core's mlx4/mlx5 provider tag, "mlx5: <host>: got completion with error:").
+    ("pdsh", re.compile(r"(?!mlx\d: )(?P<host>[a-z][a-z0-9_-]*\d[a-z0-9_-]*|(?:\d{1,3}\.){3}\d{1,3}): (?=\S)")),
     ("mpirun", re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")),
     ("torchrun", re.compile(r"\[(?:rank(?P<rank>\d+)|default(?P<local_rank>\d+))\]:\s?")),
     ("ray", re.compile(r"\((?:(?P<logger>[\w.]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<host>[\w.:-]+))?\)\s+")),

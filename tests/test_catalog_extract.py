@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import re2
 
-from indexer.catalog.build import collect, to_record
+from indexer.catalog.build import Merged, collect, to_record
+from indexer.normalize import normalize_line
 from indexer.catalog.clike import Source, literal_concat, printf_from_args
 from indexer.catalog.extract import nccl_file, torch_cpp_file
 from indexer.catalog.formats import Slot, brace_pieces, example_line, printf_pieces, to_pattern
@@ -499,8 +500,21 @@ def test_verbs_stderr_warnings_provider_errors_and_devinfo_fields():
         }
     ''')
     got = {(o.level, display(o.pieces)) for o in rdma_file("libibverbs/dynamic_driver.c", lib)}
-    assert got == {("warning", "{macro}Warning: couldn't load driver '{name}'.\n"),
+    # PFX is the library's own tag (ibverbs.h), not a wildcard a host prefix could fill
+    assert got == {("warning", "libibverbs: Warning: couldn't load driver '{name}'.\n"),
                    ("error", "Failed to create QP, ret {ret}\n")}
+    cq = 'void dump(void) { mlx5_err(mctx->dbg_fp, PFX "%s: got completion with error:\\n", mctx->hostname); }'
+    [occ] = rdma_file("providers/mlx5/cq.c", cq)
+    rec = to_record(Merged("infiniband", "linux-rdma/rdma-core", occ.level, occ.pieces, False, occ.kind, occ, ["v64.0"]), {})
+    assert rec["format"] == "mlx5: {mctx->hostname}: got completion with error:\n" and rec["call"] == "mlx5_err"
+    assert rec["matchable"] and rec["groups"] == {"hostname": "mctx->hostname"}
+    rx = re2.compile(rec["pattern"])
+    # the line as printed, and what is left once a launcher's or pdsh's prefix took the head
+    for line in ("mlx5: gpu-node-17: got completion with error:", "gpu-node-17: got completion with error:",
+                 "got completion with error:"):
+        assert rx.search(normalize_line(line).message), line
+    assert rx.search(normalize_line("mlx5: gpu-node-17: got completion with error:").message).group("hostname") == "gpu-node-17"
+    assert not rx.search("mlx5: gpu-node-17: got completion with error: extra")
     tool = 'int main() { printf("\\t\\t\\tphys_state:\\t\\t%s (%d)\\n", port_phy_state_str(s), s); }'
     [field] = rdma_file("libibverbs/examples/devinfo.c", tool)
     pattern, _ = to_pattern(list(field.pieces), anchor_start=False)

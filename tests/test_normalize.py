@@ -128,6 +128,9 @@ def test_more_launcher_and_logger_prefixes():
     by_ip = normalize_line("10.0.143.177: [2024-01-01 00:00:00,000] [INFO] [launch.py:1:main] hello")
     assert by_ip.message == "hello" and by_ip.context["host"] == "10.0.143.177"
     assert normalize_line("RuntimeError: CUDA error: out of memory").message == "RuntimeError: CUDA error: out of memory"
+    # rdma-core's provider tag is not a host: the error-CQE report keeps its head
+    cqe = normalize_line("node3: mlx5: gpu-node-17: got completion with error:")
+    assert cqe.message == "mlx5: gpu-node-17: got completion with error:" and cqe.context["host"] == "node3"
     full_year = normalize_line("2025/02/09 07:47:19 - mmengine - INFO - Checkpoints will be saved to /w")
     assert full_year.message == "Checkpoints will be saved to /w" and full_year.context["logger"] == "mmengine"
     basic = normalize_line("INFO:megatron.core.num_microbatches_calculator:setting number of microbatches to constant 8")

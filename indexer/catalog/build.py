@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from indexer.catalog.extract import Occurrence, meaningful
-from indexer.catalog.formats import display_format, example_line, to_pattern
+from indexer.catalog.extract import HOST_HEAD, Occurrence, meaningful
+from indexer.catalog.formats import display_format, example_line, group_name, re2_escape, to_pattern
 from indexer.catalog.sources import Tree
 
 TEXT_KEYS = ("title", "explanation", "action", "severity", "role", "example_kept")
@@ -88,6 +88,13 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         # c10's warning handler prints "Warning: <message> (function <name>)"
         body = pattern[1:-len(r"\s*$")]
         pattern = r"^(?:Warning:\s+)?" + body + r"(?:\s+\(function .*\))?\s*$"
+    if m.kind.endswith(HOST_HEAD):
+        # "mlx5: <host>: <message>": the normalizer takes "mlx5: " and the host for pdsh-style
+        # prefixes, so the message may come with all, part or none of that head
+        pfx, host = m.pieces[0], group_name(m.pieces[1].arg, set())
+        tail, tail_groups = to_pattern([m.pieces[2][2:].lstrip()] + list(m.pieces[3:]))
+        pattern = (r"^(?:(?:" + re2_escape(pfx.strip()) + r"\s+)?(?P<" + host + r">\S+):\s+)?" + tail[1:])
+        groups = [(host, m.pieces[1].arg)] + tail_groups
     rid = record_id(m.component, m.first.file, m.level, fmt)
     # by id; else by place, for a record whose id changed because the extractor now reads its
     # format or level better (the text was written for the call at that line, not its id)
@@ -106,7 +113,7 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         "line": m.first.line,
         "function": m.first.function,
         "level": m.level,
-        "call": m.kind,
+        "call": m.kind.removesuffix(HOST_HEAD),
         "format": fmt,
         "pattern": pattern,
         "groups": {name: arg for name, arg in groups},
@@ -122,8 +129,9 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         record["also_in"] = sorted(m.locations - {m.first.file})
     kept = text.get("example_kept")
     sample = example_line(list(m.pieces))
-    if kept and (not kept[1] or kept[0] != sample):
-        # a real line, or an entry's line that `catalog link` gave the record: kept across rebuilds
+    if kept and (not kept[1] or (kept[0] != sample and _matches_after_normalizing(pattern, kept[0]))):
+        # a real line, or an entry's line that `catalog link` gave the record: kept across
+        # rebuilds (a constructed one only while the pattern, read better since, still takes it)
         record["example"] = {"line": kept[0], "constructed": kept[1]}
     else:
         record["example"] = {"line": sample, "constructed": True}

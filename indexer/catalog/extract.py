@@ -344,6 +344,22 @@ def _ibmad_fields(path: str, text: str) -> list[Occurrence]:
     return out
 
 
+# The PFX each library's and provider's messages start with (libibverbs/ibverbs.h, cma.h,
+# providers/mlx5/mlx5.h, mlx4.h; the same from v24.0 to v64.0); left as a wildcard it could not
+# be told from a host prefix. The mlx5 provider's error-CQE report prints PFX "%s: " with the
+# host name first: "mlx5: <host>: got completion with error:".
+_RDMA_PFX = {"libibverbs/": "libibverbs: ", "librdmacm/": "librdmacm: ", "providers/mlx5/": "mlx5: ",
+             "providers/mlx4/": "mlx4: "}
+HOST_HEAD = ":host-head"  # kind suffix: the pieces start with PFX, a host name and ": "
+
+
+def _rdma_pfx(path: str, fmt_arg: str) -> str:
+    pfx = next((v for k, v in _RDMA_PFX.items() if path.startswith(k)), None)
+    if pfx is None or "PFX" not in fmt_arg:
+        return fmt_arg
+    return re.sub(r'(?<!["\w])PFX(?!\w)', '"' + pfx + '"', fmt_arg)
+
+
 def rdma_file(path: str, text: str) -> list[Occurrence]:
     """What the verbs libraries write to stderr (``PFX "Warning: couldn't load driver"``), the
     provider's error calls, the fields the ``ibv_devinfo`` tool prints, and infiniband-diags'
@@ -377,13 +393,18 @@ def rdma_file(path: str, text: str) -> list[Occurrence]:
             if len(args) < 2:
                 continue
             fmt_arg, rest = args[1], args[2:]
-        pieces = printf_from_args(fmt_arg, rest)
+        pieces = printf_from_args(_rdma_pfx(path, fmt_arg), rest)
         if not pieces:
             continue
+        kind = name
+        if (len(pieces) >= 3 and pieces[0] in _RDMA_PFX.values() and isinstance(pieces[1], Slot)
+                and isinstance(pieces[2], str) and pieces[2].startswith(": ")):
+            kind = name + HOST_HEAD
         head = "".join(p for p in pieces[:2] if isinstance(p, str)).lstrip().lower()
+        head = next((head[len(v):] for v in _RDMA_PFX.values() if head.startswith(v)), head)  # "Warning: ..." after PFX
         level = ("print" if name == "printf" else "warning" if "warn" in name or head.startswith("warning")
                  else "info" if name == "verbs_info" else "error")
-        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), False, name))
+        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), False, kind))
     return out
 
 
