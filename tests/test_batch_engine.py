@@ -348,3 +348,22 @@ def test_the_allocator_is_tuned_where_glibc_allows_and_left_alone_elsewhere(monk
     assert memory.tune_malloc() is False
     monkeypatch.setattr(memory.sys, "platform", "darwin")
     assert memory.tune_malloc() is False
+
+
+def test_an_engine_takes_its_peers_shapes_and_gives_the_same_answers(explainer, generated_log):
+    """At ``-j 1`` triage's engine reads the lines the summary's engine has learned: it takes
+    those shapes (none it must answer through the embedding tier) instead of learning them
+    again, and its records equal the spine's and those of an engine of its own."""
+    lines = generated_log.read_text(encoding="utf-8").splitlines()[:8000]
+    chunk = Chunk(0, 1, "\n".join(lines).encode(), len(lines))
+    owner = Engine(explainer, semantic=False, verify="off")
+    owner.summarize(chunk)
+    borrower = Engine(explainer, semantic=False)
+    borrower.peer = owner
+    got = borrower.annotate(chunk, need_context=True, context_dicts=True, keep_messages=True)
+    taken = [key for key, shape in borrower._shapes.items() if owner._shapes.get(key) is shape]
+    assert len(taken) >= 50 and borrower._learned < len(borrower._shapes) / 4
+    assert borrower.mismatches == 0  # it verified the shapes it took, against the spine
+    alone = Engine(explainer, semantic=False).annotate(chunk, need_context=True, context_dicts=True, keep_messages=True)
+    assert [got.record(i) for i in range(len(lines))] == [alone.record(i) for i in range(len(lines))]
+    assert got.record(0) == explainer.explain_many([lines[0]], semantic=False)[0]

@@ -307,6 +307,10 @@ class Engine:
         self._unchecked = 0  # learned shapes not yet compared with the spine
         self._remembered = 0
         self._shapes: dict[bytes, Shape] = {}
+        # another engine of the same explainer in this process (at -j 1, the summary's engine for
+        # triage's): the shapes it learned whose answers do not go through the semantic tier are
+        # taken over instead of learned again (see ``_shape``)
+        self.peer: Engine | None = None
         self._messages: dict[Any, Answer] = {}
         self._by_embedded: dict[str, Answer] = {}
         self._python_patterns: dict[int, Any] = {}  # entry index -> re twin, or False
@@ -373,6 +377,20 @@ class Engine:
         self._blind_set: Any = None  # their pointer_blind prefilters, built on first need
 
     # ---- shapes -----------------------------------------------------------------------------
+    def _shape(self, key: bytes, text: str) -> Shape:
+        """The shape of a key not yet in this engine: the peer's, where its answers depend on the
+        regex tier alone (no template for the embedding tier), else learned from ``text``."""
+        peer = self.peer
+        shape = peer._shapes.get(key) if peer is not None else None
+        if shape is None or shape.template is not None or shape.mode == PENDING:
+            return self._new_shape(key, text)
+        if len(self._shapes) >= self.shape_limit:
+            self._shapes.clear()
+            self._remembered = self._unchecked = 0
+        self._shapes[key] = shape  # kept here too: this engine's _forget bounds what it adds to it
+        self._unchecked += not shape.checked  # verified by whichever engine annotates it first
+        return shape
+
     def _new_shape(self, key: bytes, text: str) -> Shape:
         if len(self._shapes) >= self.shape_limit:
             self._shapes.clear()  # memory stays flat; shapes are relearned as they recur
@@ -756,7 +774,7 @@ class Engine:
             else:
                 shape = shape_of[ids[i]]
                 if shape is None:
-                    shape = shape_of[ids[i]] = self._new_shape(distinct[ids[i]], text)
+                    shape = shape_of[ids[i]] = self._shape(distinct[ids[i]], text)
             if shape.fast:
                 message = text[shape.lead:shape.end]
                 context = shape.ctx_const

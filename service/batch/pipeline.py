@@ -404,6 +404,8 @@ def annotate_sources(
     try:
         if jobs <= 1:
             engine = Engine(explainer, semantic=options.semantic, defer_semantic=defer)
+            if triage is not None:
+                triage.engine.peer = engine  # triage reads the same lines: it takes the shapes learned here
             blocks = AnswerBlocks()
             for item in _items(sources, limits, progress, by_range=options.format == "summary"):
                 if item[0] == "chunk":
