@@ -1322,3 +1322,20 @@ def test_text_placeholders_keep_a_group_name_that_is_also_another_groups_argumen
     groups = {"name": "__name__", "name_2": "name"}
     text = {"title": {"en": "{__name__} has no attribute {name}", "zh": "{__name__} 没有属性 {name}"}}
     assert _name_fields(text, groups)["title"]["en"] == "{name} has no attribute {name_2}"
+
+
+def test_a_text_follows_its_place_only_to_a_record_that_prints_its_values():
+    """Texts follow a record by (component, file, line) when a better reading changed its id;
+    two formats of one line in different releases share that place, and the text of one must
+    not land on the other (a title naming {num_actions} on a line that prints no count)."""
+    from indexer.catalog.extract import linux_file
+
+    src = 'void f(void) { netdev_warn(priv->netdev, "can\'t offload tuple modification with non-clear ct()\\n"); }'
+    [occ] = linux_file("drivers/net/ethernet/mellanox/mlx5/core/en_tc.c", src)
+    written = {"title": {"en": "mlx5e TC: {num_actions} pedit actions parsed", "zh": "mlx5e TC：已解析 {num_actions} 个 pedit 动作"},
+               "explanation": {"en": "x", "zh": "x"}, "severity": "warning", "role": "root_cause"}
+    place = ("at", "infiniband", occ.file, occ.line)
+    merged = Merged("infiniband", "torvalds/linux", occ.level, occ.pieces, True, occ.kind, occ, ["v6.1.192"])
+    assert to_record(merged, {place: written})["title"] is None
+    fitting = dict(written, title={"en": "mlx5e TC: tuple rewrite on {netdev} refused", "zh": "mlx5e TC：{netdev} 上的 tuple 改写被拒绝"})
+    assert to_record(merged, {place: fitting})["title"] == fitting["title"]

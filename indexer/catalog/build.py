@@ -98,7 +98,7 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
     rid = record_id(m.component, m.first.file, m.level, fmt)
     # by id; else by place, for a record whose id changed because the extractor now reads its
     # format or level better (the text was written for the call at that line, not its id)
-    text = texts.get(rid) or texts.get(("at", m.component, m.first.file, m.first.line)) or {}
+    text = texts.get(rid) or _by_place(texts.get(("at", m.component, m.first.file, m.first.line)), groups) or {}
     level_severity = {
         "INFO": "info", "WARN": "warning", "WARNING": "warning", "ERROR": "error", "FATAL": "fatal", "DEBUG": "info", "TRACE": "info",
         "debug": "info", "info": "info", "warning": "warning", "warn": "warning", "error": "error",
@@ -140,6 +140,20 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         # builders): such a record can never be told from the message it wraps
         record["matchable"] = False
     return record
+
+
+def _by_place(text: dict | None, groups: list[tuple[str, str]]) -> dict | None:
+    """A text written for the record that sat at this place, if it fits this one: two formats
+    of one line in different releases (6.1's and 6.12's en_tc.c:3401) share a place, and a
+    text naming a value this record does not print was written for the other."""
+    if not text:
+        return None
+    names = {name for name, _ in groups} | {name + "_decoded" for name, _ in groups}
+    for key in ("title", "explanation", "action"):
+        for lang_text in (text.get(key) or {}).values():
+            if not set(re.findall(r"\{(\w+)\}", lang_text)) <= names:
+                return None
+    return text
 
 
 def _matches_after_normalizing(pattern: str, line: str) -> bool:

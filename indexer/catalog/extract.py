@@ -554,9 +554,11 @@ def _file_fmt(text: str, name: str) -> str:
 def linux_file(path: str, text: str) -> list[Occurrence]:
     src = Source(text)
     pr_fmt, dev_fmt = _file_fmt(text, "pr_fmt"), _file_fmt(text, "dev_fmt")
-    if path.startswith("drivers/gpu/drm/amd/amdgpu/") and "amdgpu.h" not in path:
+    if path.startswith(("drivers/gpu/drm/amd/amdgpu/", "drivers/gpu/drm/amd/amdkfd/")) and "amdgpu.h" not in path:
+        # amdgpu.h sets both for every file that includes it; amdkfd's files reach it through
+        # kfd_priv.h (kfd_device.c: "kfd kfd: amdgpu: added device 1002:740f")
         pr_fmt = pr_fmt or "amdgpu: "
-        dev_fmt = dev_fmt or "amdgpu: "  # amdgpu.h sets both for every file that includes it
+        dev_fmt = dev_fmt or "amdgpu: "
     out = []
     for call in src.calls(LINUX_CALLS):
         name = call.name

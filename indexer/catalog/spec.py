@@ -257,7 +257,7 @@ NVIDIA_SKIP = re.compile(r"/(?:tests?)/|nv-dsi-parse-panel-props\.c$|nv-(?:gpio|
 LINUX_PARTS = {
     "other": ("mm/oom_kill.c", "drivers/pci/pci.c"),
     "infiniband": ("drivers/net/ethernet/mellanox/mlx5/core", "drivers/infiniband/hw/mlx5"),
-    "rocm": ("drivers/gpu/drm/amd/amdgpu", "drivers/gpu/drm/scheduler"),
+    "rocm": ("drivers/gpu/drm/amd/amdgpu", "drivers/gpu/drm/amd/amdkfd", "drivers/gpu/drm/scheduler"),
 }
 LINUX_SKIP = re.compile(r"/(?:tests?|selftests)/|_test\.c$")
 
