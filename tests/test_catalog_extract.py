@@ -1339,3 +1339,35 @@ def test_a_text_follows_its_place_only_to_a_record_that_prints_its_values():
     assert to_record(merged, {place: written})["title"] is None
     fitting = dict(written, title={"en": "mlx5e TC: tuple rewrite on {netdev} refused", "zh": "mlx5e TC：{netdev} 上的 tuple 改写被拒绝"})
     assert to_record(merged, {place: fitting})["title"] == fitting["title"]
+
+
+def test_rocm_smi_log_and_print_helpers():
+    """rocm-smi prints metrics through printLog ("GPU[0]\\t\\t: name: value") and errors through
+    printErrLog and logging under basicConfig's "LEVEL: " format."""
+    from indexer.catalog.python_src import rocm_smi_file
+
+    src = textwrap.dedent('''
+        def printErrLog(device, err):
+            for line in err.split('\\n'):
+                logging.error('GPU[%s]\\t: %s' % (device, line))
+        def resetFans(deviceList):
+            for device in deviceList:
+                printLog(device, 'Successfully reset fan speed to driver control', None)
+                printErrLog(device, 'Unable to reset fan speed to driver control')
+                printLog(device, 'Current Socket Graphics Package Power (W)', power)
+                printLog(None, 'Experimental feature', None)
+                printLog(device, metricName, value)
+            logging.warning('GPU[%s]\\t: RAS control is not available', device)
+            logging.info('not printed at the default level')
+    ''')
+    got = {(o.level, display(o.pieces), o.function) for o in rocm_smi_file("python_smi_tools/rocm_smi.py", src)}
+    assert got == {
+        ("print", "GPU[{device}]\t\t: Successfully reset fan speed to driver control", "resetFans"),
+        ("error", "ERROR: GPU[{device}]\t: Unable to reset fan speed to driver control", "resetFans"),
+        ("print", "GPU[{device}]\t\t: Current Socket Graphics Package Power (W): {power}", "resetFans"),
+        ("print", "Experimental feature", "resetFans"),
+        ("warning", "WARNING: GPU[{device}]\t: RAS control is not available", "resetFans"),
+    }
+    occ = next(o for o in rocm_smi_file("python_smi_tools/rocm_smi.py", src) if "Package Power" in display(o.pieces))
+    pattern, _ = to_pattern(list(occ.pieces))
+    assert re2.compile(pattern).search(normalize_line("GPU[0]\t\t: Current Socket Graphics Package Power (W): 35.0").message)

@@ -326,3 +326,50 @@ def python_file(path: str, text: str, dialect: Dialect = TORCH) -> list[Occurren
 
 def python_extractor(dialect: Dialect) -> Callable[[str, str], list[Occurrence]]:
     return lambda path, text: python_file(path, text, dialect)
+
+
+# ---- rocm-smi (ROCm/rocm_smi_lib, python_smi_tools/rocm_smi.py) ------------------------------
+# main() sets logging.basicConfig(format='%(levelname)s: %(message)s', level=logging.WARNING), so
+# logging.error/warning print "ERROR: <message>" / "WARNING: <message>" (info and debug stay
+# hidden unless --loglevel lowers the level: not read). printErrLog(device, err) logs each line
+# of err as logging.error('GPU[%s]\t: %s'); printLog(device, metric, value) prints
+# 'GPU[%s]\t\t: %s: %s' on stdout, without ": value" when value is None and without the
+# "GPU[...]\t\t: " head when device is None.
+_RSMI_LOGGING = {"error": "ERROR: ", "warning": "WARNING: "}
+
+
+def rocm_smi_file(path: str, text: str) -> list[Occurrence]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    out = []
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    owner = {id(c): f.name for f in functions for c in ast.walk(f) if isinstance(c, ast.Call)}
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        func = _src(call.func)
+        level, pieces = None, None
+        if func in ("logging.error", "logging.warning") and owner.get(id(call)) != "printErrLog":
+            level = func.split(".")[1]
+            got = _logging_pieces(call, {})
+            pieces = merge_pieces([[_RSMI_LOGGING[level]], got]) if got else None
+        elif func == "printErrLog" and len(call.args) >= 2:
+            got = pieces_of(call.args[1], {})
+            if got:
+                level = "error"
+                pieces = merge_pieces([["ERROR: GPU[", Slot("int", "device"), "]\t: "], got])
+        elif func == "printLog" and len(call.args) >= 2:
+            got = pieces_of(call.args[1], {})
+            value = call.args[2] if len(call.args) >= 3 else next((k.value for k in call.keywords if k.arg == "value"), None)
+            if got:
+                level = "print"
+                no_device = isinstance(call.args[0], ast.Constant) and call.args[0].value is None
+                head = [] if no_device else ["GPU[", Slot("int", "device"), "]\t\t: "]
+                tail: list = []
+                if value is not None and not (isinstance(value, ast.Constant) and value.value is None):
+                    tail = [": ", *(pieces_of(value, {}) or [Slot("any", _src(value))])]
+                pieces = merge_pieces([head, got, tail])
+        if level is None or not pieces:
+            continue
+        out.append(Occurrence(path, call.lineno, owner.get(id(call), "<module>"), level, tuple(pieces), True, func))
+    return out

@@ -31,6 +31,7 @@ Sources (``--source NAME=PATH``):
                 before they moved into PyTorch 1.9; filed under torch_elastic)
   rocr, rocminfo
                 git directories of ROCm/ROCR-Runtime (the HSA runtime) and ROCm/rocminfo
+  rocm-smi      git directory of ROCm/rocm_smi_lib (rocm-smi's python_smi_tools/rocm_smi.py)
   deepspeed, megatron, accelerate, mmengine, xtuner
                 git directories of those projects with their tags (``indexer.catalog.spec``
                 says which tags and paths are read, and which helper functions log)
@@ -47,7 +48,7 @@ from indexer.catalog.extract import (
     clr_file, gloo_file, linux_file, nccl_file, nccl_tests_file, nvidia_file, ofi_nccl_file, ompi_file, rdma_file, rocr_file,
     slurm_file, torch_cpp_file, ucx_file,
 )
-from indexer.catalog.python_src import python_extractor, python_file
+from indexer.catalog.python_src import python_extractor, python_file, rocm_smi_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
 from indexer.catalog.spec import (
     CLR_SKIP, CLR_UNDER, ROCR_SKIP, ROCR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, TORCH_PY_UNDER, PyProject,
@@ -426,6 +427,10 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
     if "rocminfo" in sources:
         rocm_parts.append(("rocminfo", build_c_project(sources["rocminfo"], texts, "rocm", "ROCm/rocminfo", clr_tags,
                                                         ("rocminfo.cc",), (".cc",), ROCR_SKIP, rocr_file)))
+    if "rocm-smi" in sources:
+        rocm_parts.append(("rocm-smi", build_c_project(sources["rocm-smi"], texts, "rocm", "ROCm/rocm_smi_lib", clr_tags,
+                                                        ("python_smi_tools/rocm_smi.py",), (".py",), ROCR_SKIP,
+                                                        rocm_smi_file)))
     if rocm_parts:
         merged_rocm: dict[str, dict] = {}
         for name, (recs, read) in rocm_parts:
