@@ -994,8 +994,8 @@ def test_ucx_log_calls_levels_and_format_macros():
 def test_ucx_and_nccl_tests_tags():
     from indexer.catalog.spec import nccl_tests_tags, ucx_tags
 
-    assert ucx_tags(["v1.7.0", "v1.8.0", "v1.8.1", "v1.9.0-rc1", "v1.9.0", "v1.10.1", "v1.10.0"]) == [
-        "v1.8.1", "v1.9.0", "v1.10.1"]
+    assert ucx_tags(["v1.1.0", "v1.7.0", "v1.8.0", "v1.8.1", "v1.9.0-rc1", "v1.9.0", "v1.10.1", "v1.10.0"]) == [
+        "v1.7.0", "v1.8.1", "v1.9.0", "v1.10.1"]
     assert nccl_tests_tags(["v2.0.0", "v2.9.0", "v2.10.0", "v2.13.9", "delete"]) == ["v2.10.0", "v2.13.9"]
 
 
@@ -1371,3 +1371,15 @@ def test_rocm_smi_log_and_print_helpers():
     occ = next(o for o in rocm_smi_file("python_smi_tools/rocm_smi.py", src) if "Package Power" in display(o.pieces))
     pattern, _ = to_pattern(list(occ.pieces))
     assert re2.compile(pattern).search(normalize_line("GPU[0]\t\t: Current Socket Graphics Package Power (W): 35.0").message)
+
+
+def test_ucx_reads_the_ib_iface_format_of_each_release():
+    """ib_iface.h's UCT_IB_IFACE_FMT was "%s:%d" (device:port) before v1.12.0 and "%s:%d/%s"
+    (with the link layer) since: a release's lines are read with its own macro."""
+    from indexer.catalog.extract import ucx_release_file
+
+    src = 'void f(void) { ucs_error("iface "UCT_IB_IFACE_FMT" failed to create QP", UCT_IB_IFACE_ARG(iface)); }'
+    old = [display(o.pieces) for o in ucx_release_file("src/uct/ib/base/ib_iface.c", src, ucx_release_file.flavor("v1.11.2"))]
+    new = [display(o.pieces) for o in ucx_release_file("src/uct/ib/base/ib_iface.c", src, ucx_release_file.flavor("v1.12.0"))]
+    assert old == ["iface {device}:{port} failed to create QP"]
+    assert new == ["iface {device}:{port}/{link_layer} failed to create QP"]

@@ -55,17 +55,24 @@ def collect(
     trees: Iterable[Tree],
     extractor: Callable[[str, str], list[Occurrence]],
 ) -> dict[tuple, Merged]:
-    """Every occurrence in every tree, merged by (level, format); newest tag's place wins."""
+    """Every occurrence in every tree, merged by (level, format); newest tag's place wins.
+
+    An extractor with a ``flavor(version)`` method reads a file differently by release (a
+    header's format macro that changed: UCX's ``UCT_IB_IFACE_FMT``); it is then called with
+    the flavor as a third argument, and a file is parsed once per flavor."""
     merged: dict[tuple, Merged] = {}
     parsed: dict[str, list[Occurrence]] = {}
     ordered = sorted(trees, key=lambda t: version_key(t.version), reverse=True)
+    flavor_of = getattr(extractor, "flavor", None)
     for tree in ordered:
         seen_here: set[tuple] = set()
+        flavor = flavor_of(tree.version) if flavor_of is not None else None
         for f in tree.files:
-            occs = parsed.get(f.blob + f.path)
+            cache_key = f.blob + f.path + (f"#{flavor}" if flavor else "")
+            occs = parsed.get(cache_key)
             if occs is None:
-                occs = extractor(f.path, f.read())
-                parsed[f.blob + f.path] = occs
+                occs = extractor(f.path, f.read(), flavor) if flavor_of is not None else extractor(f.path, f.read())
+                parsed[cache_key] = occs
             for occ in occs:
                 key = (occ.level, display_format(list(occ.pieces)))
                 m = merged.get(key)

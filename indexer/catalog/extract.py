@@ -619,7 +619,31 @@ _UCX_FMT = re.compile(r"\b(?:" + "|".join(_UCX_FMT_MACROS) + r")\b")
 _PRI = re.compile(r'"\s*PRI([diouxX])(?:8|16|32|64|PTR|MAX)\s*(")?')
 
 
-def ucx_file(path: str, text: str) -> list[Occurrence]:
+# before v1.12.0 ib_iface.h's UCT_IB_IFACE_FMT was "%s:%d" (device and port): "mlx5_0:1"
+_UCX_BEFORE_1_12 = {"UCT_IB_IFACE_FMT": "%s:%d"}
+_UCX_ARG_BEFORE_1_12 = {"UCT_IB_IFACE_ARG": ("device", "port")}
+
+
+class _UcxExtractor:
+    """``ucx_file`` with the format macros of the release being read (see ``collect``)."""
+
+    @staticmethod
+    def flavor(version: str) -> str:
+        m = re.match(r"v(\d+)\.(\d+)", version)
+        return "before-1.12" if m and (int(m.group(1)), int(m.group(2))) < (1, 12) else ""
+
+    def __call__(self, path: str, text: str, flavor: str | None = None) -> list[Occurrence]:
+        if flavor == "before-1.12":
+            return ucx_file(path, text, {**_UCX_FMT_MACROS, **_UCX_BEFORE_1_12}, {**_UCX_ARG_MACROS, **_UCX_ARG_BEFORE_1_12})
+        return ucx_file(path, text)
+
+
+ucx_release_file = _UcxExtractor()
+
+
+def ucx_file(path: str, text: str, fmt_macros: dict | None = None, arg_macros: dict | None = None) -> list[Occurrence]:
+    fmt_macros = fmt_macros or _UCX_FMT_MACROS
+    arg_macros = arg_macros or _UCX_ARG_MACROS
     out = []
     for call in Source(text).calls(UCX_CALLS):
         name, args = call.name, [re.sub(r"\\\n\s*", " ", a).strip() for a in call.args]
@@ -637,11 +661,11 @@ def ucx_file(path: str, text: str) -> list[Occurrence]:
         if level is None:
             continue
         fmt_arg = _PRI.sub(lambda m: "l" + m.group(1) + ("" if m.group(2) else '"'), fmt_arg)
-        fmt_arg = _UCX_FMT.sub(lambda m: '"' + _UCX_FMT_MACROS[m.group(0)] + '"', fmt_arg)
+        fmt_arg = _UCX_FMT.sub(lambda m: '"' + fmt_macros[m.group(0)] + '"', fmt_arg)
         expanded = []
         for a in rest:
             m = re.fullmatch(r"(\w+_ARG)\((.*)\)", a, re.S)
-            expanded += list(_UCX_ARG_MACROS[m.group(1)]) if m and m.group(1) in _UCX_ARG_MACROS else [a]
+            expanded += list(arg_macros[m.group(1)]) if m and m.group(1) in arg_macros else [a]
         pieces = printf_from_args(fmt_arg, expanded)
         if not pieces:
             continue

@@ -46,7 +46,7 @@ from pathlib import Path
 from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
 from indexer.catalog.extract import (
     clr_file, gloo_file, linux_file, nccl_file, nccl_tests_file, nvidia_file, ofi_nccl_file, ompi_file, rdma_file, rocr_file,
-    slurm_file, torch_cpp_file, ucx_file,
+    slurm_file, torch_cpp_file, ucx_release_file,
 )
 from indexer.catalog.python_src import python_extractor, python_file, rocm_smi_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
@@ -445,7 +445,7 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
         manifest["read"]["rdma-core"] = read
     if "ucx" in sources:
         recs, read = build_c_project(sources["ucx"], texts, "infiniband", "openucx/ucx", ucx_tags, UCX_UNDER,
-                                     (".c", ".h", ".inl"), UCX_SKIP, ucx_file)
+                                     (".c", ".h", ".inl"), UCX_SKIP, ucx_release_file)
         produced.setdefault("infiniband", []).extend(recs)
         manifest["read"]["ucx"] = read
     if "ompi" in sources:

@@ -263,10 +263,11 @@ LINUX_SKIP = re.compile(r"/(?:tests?|selftests)/|_test\.c$")
 
 
 def ucx_tags(tags: list[str]) -> list[str]:
-    """UCX releases from v1.8.0 (2020) on: the last patch release of each minor version."""
+    """UCX releases from v1.2.0 (2017; HPC-X and older clusters still ship them) on: the last
+    patch release of each minor version."""
     last: dict[tuple, tuple] = {}
     for t in tags:
-        if re.fullmatch(r"v\d+\.\d+\.\d+", t) and version_key(t) >= (1, 8):
+        if re.fullmatch(r"v\d+\.\d+\.\d+", t) and version_key(t) >= (1, 2):
             key = version_key(t)
             if key[:2] not in last or key > last[key[:2]][0]:
                 last[key[:2]] = (key, t)
