@@ -1383,3 +1383,43 @@ def test_ucx_reads_the_ib_iface_format_of_each_release():
     new = [display(o.pieces) for o in ucx_release_file("src/uct/ib/base/ib_iface.c", src, ucx_release_file.flavor("v1.12.0"))]
     assert old == ["iface {device}:{port} failed to create QP"]
     assert new == ["iface {device}:{port}/{link_layer} failed to create QP"]
+
+
+def test_slurm_job_state_reasons_from_both_table_layouts():
+    """A submission refused by an association/QOS limit prints the reason's name as its error
+    ("sbatch: error: AssocMaxSubmitJobLimit"); the names come from job_state_reason.c's table
+    (23.11 on) or job_reason_string's switch (before). Short generic names are left out."""
+    from indexer.catalog.extract import slurm_file
+
+    new = textwrap.dedent('''
+        const static entry_t jsra[] = {
+            [WAIT_NO_REASON] = {
+                .str = "None",
+            },
+            [WAIT_ASSOC_MAX_SUB_JOB] = {
+                .flags = JSR_QOS_ASSOC,
+                .str = "AssocMaxSubmitJobLimit",
+            },
+        };
+    ''')
+    old = textwrap.dedent('''
+        extern char *job_reason_string(enum job_state_reason inx)
+        {
+            switch (inx) {
+            case WAIT_RESOURCES:
+                return "Resources";
+            case WAIT_QOS_MAX_SUB_JOB:
+                return "QOSMaxSubmitJobPerUserLimit";
+            }
+        }
+        extern char *job_state_string(uint32_t inx) { switch (inx) { case JOB_PENDING: return "PENDING"; } }
+    ''')
+    got_new = [(o.level, display(o.pieces), o.function) for o in slurm_file("src/common/job_state_reason.c", new)]
+    got_old = [(o.level, display(o.pieces), o.function) for o in slurm_file("src/common/slurm_protocol_defs.c", old)]
+    assert got_new == [("reason", "AssocMaxSubmitJobLimit", "WAIT_ASSOC_MAX_SUB_JOB")]
+    assert got_old == [("reason", "QOSMaxSubmitJobPerUserLimit", "WAIT_QOS_MAX_SUB_JOB")]
+    [occ] = slurm_file("src/common/job_state_reason.c", new)
+    rec = to_record(Merged("slurm", "SchedMD/slurm", occ.level, occ.pieces, True, occ.kind, occ, ["slurm-25-11-7-1"]), {})
+    rx = re2.compile(rec["pattern"])
+    assert rx.search("sbatch: error: AssocMaxSubmitJobLimit") and rx.search("AssocMaxSubmitJobLimit")
+    assert not rx.search("JobState=PENDING Reason=AssocMaxSubmitJobLimit Dependency=(null)")

@@ -95,6 +95,9 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         # c10's warning handler prints "Warning: <message> (function <name>)"
         body = pattern[1:-len(r"\s*$")]
         pattern = r"^(?:Warning:\s+)?" + body + r"(?:\s+\(function .*\))?\s*$"
+    if m.kind == "job_state_reason_string":
+        # a refused submission prints it as the client's error: "sbatch: error: <reason>"
+        pattern = r"^(?:[\w-]+:\s+error:\s+)?" + pattern[1:]
     if m.kind.endswith(HOST_HEAD):
         # "mlx5: <host>: <message>": the normalizer takes "mlx5: " and the host for pdsh-style
         # prefixes, so the message may come with all, part or none of that head

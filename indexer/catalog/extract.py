@@ -247,11 +247,37 @@ SLURM_LEVEL = {"fatal": "fatal", "fatal_abort": "fatal", "error": "error", "sche
 _ERRTAB = re.compile(r"\{\s*(?:ERRTAB_ENTRY\((?P<code>\w+)\)|(?P<old>[A-Z][A-Z0-9_]+))\s*,\s*(?P<text>(?:\"(?:\\.|[^\"\\])*\"\s*)+),?\s*\}")
 
 
+# The job state reasons (job_state_reason.c's jsra[] since 23.11, before that the switch of
+# job_reason_string in slurm_protocol_defs.c): squeue and scontrol show them for a pending job,
+# and a submission refused by an association or QOS limit gets one back as its error message
+# (job_mgr.c sets err_msg = job_state_reason_string(acct_reason); the client's unpack of
+# RESPONSE_SLURM_RC_MSG prints it at error level): "sbatch: error: AssocMaxSubmitJobLimit".
+# Only the long CamelCase names are kept: "None", "Priority" or "Resources" alone say nothing.
+_JSR_TABLE = re.compile(r'\[(?P<code>(?:WAIT|FAIL)_\w+)\]\s*=\s*\{[^{}]*?\.str\s*=\s*"(?P<text>[^"]+)"')
+_JSR_CASE = re.compile(r'case\s+(?P<code>(?:WAIT|FAIL)_\w+)\s*:\s*return\s+"(?P<text>[^"]+)"\s*;')
+_JSR_NAME = re.compile(r"[A-Z][A-Za-z0-9]*(?:[A-Z][A-Za-z0-9]*){2,}")
+
+
+def _job_state_reasons(path: str, text: str) -> list[Occurrence]:
+    table = _JSR_TABLE if path.endswith("job_state_reason.c") else _JSR_CASE
+    out = []
+    for m in table.finditer(text):
+        name = m.group("text")
+        if len(name) < 14 or not _JSR_NAME.fullmatch(name):
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        out.append(Occurrence(path, line, m.group("code"), "reason", (name,), True, "job_state_reason_string"))
+    return out
+
+
 def slurm_file(path: str, text: str) -> list[Occurrence]:
     """Slurm's log calls (``error("...%m", ...)``; ``%m`` is ``slurm_strerror(errno)``), and
     the error table of ``slurm_strerror`` (``slurm_errno.c``), whose texts end the lines of
-    failed calls ("srun: error: Unable to allocate resources: <text>")."""
+    failed calls ("srun: error: Unable to allocate resources: <text>"), and the job state
+    reasons."""
     out = []
+    if path.endswith(("job_state_reason.c", "slurm_protocol_defs.c")):
+        out.extend(_job_state_reasons(path, text))
     src = Source(text)
     if path.endswith("slurm_errno.c"):
         for m in _ERRTAB.finditer(text):
