@@ -68,6 +68,17 @@ def _final_tags(pattern: str, since: tuple) -> Callable[[list[str]], list[str]]:
     return select
 
 
+def _lightning_tags(tags: list[str]) -> list[str]:
+    """Every final 2.x release, and the last patch release of 1.5 ... 1.9."""
+    finals = [t for t in tags if re.fullmatch(r"\d+\.\d+\.\d+", t)]
+    last: dict[tuple, str] = {}
+    for t in finals:
+        key = version_key(t)
+        if (1, 5) <= key < (2, 0) and (key[:2] not in last or key > version_key(last[key[:2]])):
+            last[key[:2]] = t
+    return sorted([t for t in finals if version_key(t) >= (2, 0)] + list(last.values()), key=version_key)
+
+
 @dataclass(frozen=True)
 class PyProject:
     """One Python project: where it lives, which tags and paths are read, how it logs."""
@@ -129,10 +140,13 @@ PY_PROJECTS: dict[str, PyProject] = {
         re.compile(_SKIP_TESTS + r"|^src/accelerate/test_utils/"),
         Dialect(print_paths=("src/accelerate/commands/",)),
     ),
-    # PyTorch Lightning 2.x (src/lightning: pytorch and fabric); the KB files it under "other"
+    # PyTorch Lightning 2.x (src/lightning: pytorch and fabric) and 1.5-1.9 (the last patch of
+    # each: pytorch_lightning/ at the top, then src/pytorch_lightning with lightning_lite (1.8) or
+    # lightning_fabric (1.9)); the KB files it under "other"
     "lightning": PyProject(
-        "other", "Lightning-AI/pytorch-lightning", _final_tags(r"\d+\.\d+\.\d+", (2, 0)),
-        ("src/lightning/pytorch", "src/lightning/fabric"),
+        "other", "Lightning-AI/pytorch-lightning", lambda tags: _lightning_tags(tags),
+        ("src/lightning/pytorch", "src/lightning/fabric", "pytorch_lightning", "src/pytorch_lightning",
+         "src/lightning_lite", "src/lightning_fabric"),
         re.compile(_SKIP_TESTS + r"|/(?:loggers|cli)\.py$|/loggers/"),
         Dialect(helpers={"rank_zero_info": Helper(), "rank_zero_warn": Helper(level="warn UserWarning", anchored=False),
                          "rank_zero_deprecation": Helper(level="warn LightningDeprecationWarning", anchored=False),
