@@ -517,6 +517,7 @@ def test_verbs_stderr_warnings_provider_errors_and_devinfo_fields():
     assert not rx.search("mlx5: gpu-node-17: got completion with error: extra")
     tool = 'int main() { printf("\\t\\t\\tphys_state:\\t\\t%s (%d)\\n", port_phy_state_str(s), s); }'
     [field] = rdma_file("libibverbs/examples/devinfo.c", tool)
+    assert field.anchored  # a tool's printed line starts the line, not the middle of another's
     pattern, _ = to_pattern(list(field.pieces), anchor_start=False)
     assert field.level == "print" and re2.compile(pattern).search("phys_state:   LINK_UP (5)")
 
@@ -1423,3 +1424,16 @@ def test_slurm_job_state_reasons_from_both_table_layouts():
     rx = re2.compile(rec["pattern"])
     assert rx.search("sbatch: error: AssocMaxSubmitJobLimit") and rx.search("AssocMaxSubmitJobLimit")
     assert not rx.search("JobState=PENDING Reason=AssocMaxSubmitJobLimit Dependency=(null)")
+
+
+def test_slurm_func_slot_is_a_c_function_name():
+    """Slurm's "%s: ..." with __func__ prints one of its C functions (snake_case): the slot
+    takes an identifier starting in lower case, not any text before a colon."""
+    from indexer.catalog.extract import slurm_file
+
+    src = 'static int _create_ns(void) { error("%s: Failed to create %s, %m", __func__, path); }'
+    [occ] = slurm_file("src/plugins/job_container/tmpfs/job_container_tmpfs.c", src)
+    pattern, _ = to_pattern(list(occ.pieces), anchor_start=occ.anchored)
+    rx = re2.compile(pattern)
+    assert rx.search("slurmstepd: error: _create_ns: Failed to create /tmp/slurm/1234, Permission denied")
+    assert not rx.search("GLFW: Failed to create window (800 x 600), error 65543")

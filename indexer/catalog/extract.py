@@ -291,6 +291,9 @@ def slurm_file(path: str, text: str) -> list[Occurrence]:
         if not call.args:
             continue
         pieces = printf_from_args(call.args[0], call.args[1:], strerror_m=True)
+        # "%s: ..." with __func__ prints a C function name of Slurm's, never "D3D11" or a phrase
+        pieces = [Slot("cfunc", p.arg) if isinstance(p, Slot) and p.arg == "__func__" and p.kind in ("str", "any")
+                  else p for p in pieces] if pieces else pieces
         if not pieces:
             continue
         out.append(Occurrence(path, call.line, call.function, SLURM_LEVEL[call.name], tuple(pieces), False, call.name))
@@ -430,7 +433,10 @@ def rdma_file(path: str, text: str) -> list[Occurrence]:
         head = next((head[len(v):] for v in _RDMA_PFX.values() if head.startswith(v)), head)  # "Warning: ..." after PFX
         level = ("print" if name == "printf" else "warning" if "warn" in name or head.startswith("warning")
                  else "info" if name == "verbs_info" else "error")
-        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), False, kind))
+        # a tool's printed line starts the line ("client: 10.0.0.1" of rcopy is not nginx's
+        # "..., client: 172.21.0.1, server: ..."); library messages may be continued pieces
+        anchored = level == "print"
+        out.append(Occurrence(path, call.line, call.function, level, tuple(pieces), anchored, kind))
     return out
 
 
