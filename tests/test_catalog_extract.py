@@ -1437,3 +1437,15 @@ def test_slurm_func_slot_is_a_c_function_name():
     rx = re2.compile(pattern)
     assert rx.search("slurmstepd: error: _create_ns: Failed to create /tmp/slurm/1234, Permission denied")
     assert not rx.search("GLFW: Failed to create window (800 x 600), error 65543")
+
+
+def test_srun_script_access_denied_takes_a_path_not_a_database_user():
+    """srun's 'Access denied for %s: %m' names the prolog/epilog script; a rebuild must keep
+    the slot a path (it answered a database's 'Access denied for user ...' when it was free text)."""
+    from indexer.catalog.extract import slurm_file
+
+    src = 'static void _run_srun_script(char *script) { error("Access denied for %s: %m", script); }'
+    [occ] = slurm_file("src/srun/srun_job.c", src)
+    rx = re2.compile(to_pattern(list(occ.pieces), anchor_start=occ.anchored)[0])
+    assert rx.search("srun: error: Access denied for /etc/slurm/srun_prolog.sh: Permission denied")
+    assert not rx.search("ERROR 1045 (28000): Access denied for user 'app'@'db01' (using password: NO)")

@@ -291,8 +291,11 @@ def slurm_file(path: str, text: str) -> list[Occurrence]:
         if not call.args:
             continue
         pieces = printf_from_args(call.args[0], call.args[1:], strerror_m=True)
-        # "%s: ..." with __func__ prints a C function name of Slurm's, never "D3D11" or a phrase
+        # "%s: ..." with __func__ prints a C function name of Slurm's, never "D3D11" or a phrase;
+        # srun_job.c's "Access denied for %s: %m" names a script path (no blanks), not MySQL's
+        # "Access denied for user 'root'@'localhost' (using password: YES)"
         pieces = [Slot("cfunc", p.arg) if isinstance(p, Slot) and p.arg == "__func__" and p.kind in ("str", "any")
+                  else Slot("path", p.arg) if isinstance(p, Slot) and p.arg == "script" and path.endswith("srun_job.c")
                   else p for p in pieces] if pieces else pieces
         if not pieces:
             continue
