@@ -1449,3 +1449,35 @@ def test_srun_script_access_denied_takes_a_path_not_a_database_user():
     rx = re2.compile(to_pattern(list(occ.pieces), anchor_start=occ.anchored)[0])
     assert rx.search("srun: error: Access denied for /etc/slurm/srun_prolog.sh: Permission denied")
     assert not rx.search("ERROR 1045 (28000): Access denied for user 'app'@'db01' (using password: NO)")
+
+
+def test_slurm_memory_limit_notify_text_is_a_record():
+    """A memory-limit kill does not log to the job: jobacct_gather sends REQUEST_JOB_NOTIFY with
+    a fixed text, and srun/salloc print what slurmctld forwards ("srun: Exceeded job memory
+    limit"). The assigned text is read as an info record that starts the line."""
+    from indexer.catalog.extract import slurm_file
+
+    src = textwrap.dedent('''
+        static void _acct_kill_step(void)
+        {
+            job_notify_msg_t notify_req;
+            notify_req.message     = "Exceeded job memory limit";
+            msg.msg_type    = REQUEST_JOB_NOTIFY;
+        }
+    ''')
+    [occ] = slurm_file("src/interfaces/jobacct_gather.c", src)
+    assert (occ.level, display(occ.pieces), occ.function, occ.kind) == (
+        "info", "Exceeded job memory limit", "_acct_kill_step", "job_notify")
+    rx = re2.compile(to_pattern(list(occ.pieces), anchor_start=occ.anchored)[0])
+    assert rx.search("Exceeded job memory limit")
+    assert not rx.search("Job 12 exceeded memory limit (4096 > 2048), being killed")
+
+
+def test_slurm_tags_reach_back_to_15_08():
+    """The last release of each major version from 15.08 (task/cgroup's 'Exceeded step memory
+    limit at some point.' exists only up to 17.02); release candidates and older majors stay out."""
+    from indexer.catalog.spec import slurm_tags
+
+    tags = ["slurm-14-11-11-1", "slurm-15-08-1-1", "slurm-15-08-13-1", "slurm-17-02-11-1",
+            "slurm-17-02-9-1", "slurm-20-02-0-0rc1", "slurm-20-02-7-1"]
+    assert slurm_tags(tags) == ["slurm-15-08-13-1", "slurm-17-02-11-1", "slurm-20-02-7-1"]

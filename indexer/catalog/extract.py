@@ -270,6 +270,13 @@ def _job_state_reasons(path: str, text: str) -> list[Occurrence]:
     return out
 
 
+# A memory-limit kill notifies the job instead of logging to it: jobacct_gather (and slurmd's
+# req.c) send REQUEST_JOB_NOTIFY with a fixed text, slurmctld forwards it to the job's srun or
+# salloc as SRUN_USER_MSG, and they print it with info("%s", msg) (step_launch.c, salloc.c,
+# srun's allocate.c): "srun: Exceeded job memory limit".
+_NOTIFY = re.compile(r'\bnotify_req\.message\s*=\s*"((?:\\.|[^"\\])*)"\s*;')
+
+
 def slurm_file(path: str, text: str) -> list[Occurrence]:
     """Slurm's log calls (``error("...%m", ...)``; ``%m`` is ``slurm_strerror(errno)``), and
     the error table of ``slurm_strerror`` (``slurm_errno.c``), whose texts end the lines of
@@ -279,6 +286,9 @@ def slurm_file(path: str, text: str) -> list[Occurrence]:
     if path.endswith(("job_state_reason.c", "slurm_protocol_defs.c")):
         out.extend(_job_state_reasons(path, text))
     src = Source(text)
+    for m in _NOTIFY.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        out.append(Occurrence(path, line, src.function_at(m.start()), "info", (m.group(1),), True, "job_notify"))
     if path.endswith("slurm_errno.c"):
         for m in _ERRTAB.finditer(text):
             literal = "".join(re.findall(r'"((?:\\.|[^"\\])*)"', m.group("text")))

@@ -198,14 +198,16 @@ WHEEL_PROJECTS: dict[str, PyProject] = {
 
 # ---- C projects read from git at release tags ---------------------------------------------
 def slurm_tags(tags: list[str]) -> list[str]:
-    """The last release of each Slurm major version from 20.02 on (``slurm-24-05-8-1``)."""
+    """The last release of each Slurm major version from 15.08 on (``slurm-24-05-8-1``): the
+    oldest tags of the mirror; lines of 15.08 … 19.05 still fill the threads users search
+    (task/cgroup's ``Exceeded step memory limit at some point.`` was dropped after 17.02)."""
     last: dict[tuple, tuple] = {}
     for t in tags:
         m = re.fullmatch(r"slurm-(\d+)-(\d+)-(\d+)-(\d+)", t)
         if m:
             key = version_key(t)
             major = key[:2]
-            if major >= (20, 2) and (major not in last or key > last[major][0]):
+            if major >= (15, 8) and (major not in last or key > last[major][0]):
                 last[major] = (key, t)
     return [t for _, t in sorted(last.values())]
 
