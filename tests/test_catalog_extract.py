@@ -1481,3 +1481,37 @@ def test_slurm_tags_reach_back_to_15_08():
     tags = ["slurm-14-11-11-1", "slurm-15-08-1-1", "slurm-15-08-13-1", "slurm-17-02-11-1",
             "slurm-17-02-9-1", "slurm-20-02-0-0rc1", "slurm-20-02-7-1"]
     assert slurm_tags(tags) == ["slurm-15-08-13-1", "slurm-17-02-11-1", "slurm-20-02-7-1"]
+
+
+def test_nvidia_rm_nv_printf_errors_with_the_function_name():
+    """The RM's NV_PRINTF keeps its strings (the driver's Makefile allows them) and a release
+    build prints LEVEL_ERROR and above as 'NVRM: <function>: <message>', with 'GPU<n> ' before
+    the function in later releases; warnings and info are below the threshold. Inside a macro
+    the function is the caller's, so it becomes a C-identifier slot. A #define right before a
+    function is not the function's name."""
+    from indexer.catalog.extract import nvidia_file
+
+    src = textwrap.dedent('''
+        #define BOOT_TIMEOUT_US      (START_TIMEOUT + \\
+                                      COMPLETE_TIMEOUT)
+        NV_STATUS
+        gpuWaitForGfwBootComplete_TU102(OBJGPU *pGpu)
+        {
+            NV_PRINTF(LEVEL_ERROR, "failed to wait for GFW_BOOT: (progress 0x%x)\\n", val);
+            NV_PRINTF(LEVEL_WARNING, "retrying GFW_BOOT wait\\n");
+            NV_PRINTF(LEVEL_INFO, "GFW_BOOT done\\n");
+        }
+        #define CHECK_OR_FAIL(x) do { if (!(x)) NV_PRINTF(LEVEL_ERROR, "check failed: %s\\n", #x); } while (0)
+    ''')
+    occs = nvidia_file("src/nvidia/src/kernel/gpu/arch/turing/kern_gpu_tu102.c", src)
+    assert [(o.function, o.level) for o in occs] == [
+        ("gpuWaitForGfwBootComplete_TU102", "ERROR"), ("CHECK_OR_FAIL", "ERROR")]
+    direct, in_macro = (to_record(Merged("cuda", "NVIDIA/open-gpu-kernel-modules", o.level, o.pieces, o.anchored,
+                                         o.kind, o, ["570.144"]), {}) for o in occs)
+    rx = re2.compile(direct["pattern"])
+    assert rx.search("NVRM: gpuWaitForGfwBootComplete_TU102: failed to wait for GFW_BOOT: (progress 0x3)")
+    assert rx.search("NVRM: GPU0 gpuWaitForGfwBootComplete_TU102: failed to wait for GFW_BOOT: (progress 0x3)")
+    assert not rx.search("NVRM: kbusFlush_GM107: failed to wait for GFW_BOOT: (progress 0x3)")
+    rx = re2.compile(in_macro["pattern"])
+    assert rx.search("NVRM: kgspInitRm_IMPL: check failed: status == NV_OK")
+    assert not rx.search("NVRM: two words: check failed: x")

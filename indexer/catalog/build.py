@@ -95,6 +95,9 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         # c10's warning handler prints "Warning: <message> (function <name>)"
         body = pattern[1:-len(r"\s*$")]
         pattern = r"^(?:Warning:\s+)?" + body + r"(?:\s+\(function .*\))?\s*$"
+    if m.kind == "NV_PRINTF" and pattern.startswith(r"^NVRM:\s+"):
+        # RmMsgPrefix puts "GPU<n> " before the function name in later releases
+        pattern = r"^NVRM:\s+(?:GPU\d+\s+)?" + pattern[len(r"^NVRM:\s+"):]
     if m.kind == "job_state_reason_string":
         # a refused submission prints it as the client's error: "sbatch: error: <reason>"
         pattern = r"^(?:[\w-]+:\s+error:\s+)?" + pattern[1:]

@@ -118,7 +118,9 @@ class Source:
                 last_stmt = m.end()
                 continue
             if ch == "{":
-                head = code[last_stmt:m.start()]
+                # a #define or #if between the last statement and the brace is not the head
+                # ("#define T (A + \\\n B)\nNV_STATUS\nf(void)\n{" is f, not T)
+                head = _PREPROC_LINE.sub("", code[last_stmt:m.start()])
                 stack.append((m.start(), _function_name(head)))
                 last_stmt = m.end()
             else:
@@ -146,6 +148,10 @@ class Source:
             spans.append((m.start(), end, m.group(1)))
         return spans
 
+    def define_names(self) -> set[str]:
+        """The names of the file's function-like macros (``#define NAME(...)``)."""
+        return {name for _start, _end, name in self._defines}
+
     def function_at(self, offset: int) -> str:
         for start, end, name in self._defines:
             if start <= offset < end:
@@ -169,6 +175,9 @@ class Source:
             name = re.match(r"[\w:]+", m.group(0)).group(0)
             found.append(Call(name, args, m.start(), self.line_of(m.start()), self.function_at(m.start())))
         return found
+
+
+_PREPROC_LINE = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
 
 
 def _function_name(head: str) -> str | None:

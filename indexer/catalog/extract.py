@@ -515,7 +515,12 @@ def meaningful(pieces: tuple, minimum: int = 10) -> bool:
 # NV_DEV_PRINTF prefixes "NVRM: GPU <domain:bus:device.function>: " and NV_DEV_PRINTF_STATUS
 # appends " (0x<status>)". The RM's Xid report (src/nvidia/src/kernel/gpu/rc/kernel_rc.c) is a
 # portDbgPrintf, since 575 inside a macro whose PCI/GPU-instance part is a macro argument.
-NVIDIA_CALLS = r"nv_printf|NV_DEV_PRINTF|NV_DEV_PRINTF_STATUS|portDbgPrintf"
+# The RM's NV_PRINTF (src/nvidia/inc/libraries/utils/nvprintf.h) keeps its strings in the
+# driver (src/nvidia/Makefile defines NV_PRINTF_STRINGS_ALLOWED=1) and, in a release build,
+# prints LEVEL_ERROR and above (nvlog_printf.c: debuglevel_min) as "NVRM: <function>: <message>"
+# (RmMsgPrefix; later releases put "GPU<n> " before the function when one is current).
+NVIDIA_CALLS = r"nv_printf|NV_DEV_PRINTF|NV_DEV_PRINTF_STATUS|portDbgPrintf|NV_PRINTF"
+NV_PRINTF_LEVEL = {"LEVEL_ERROR": "ERROR", "LEVEL_HW_ERROR": "ERROR", "LEVEL_FATAL": "FATAL"}
 NVIDIA_LEVEL = {"NV_DBG_ERRORS": "ERROR", "NV_DBG_WARNINGS": "WARN", "NV_DBG_USERERRORS": "WARN",
                 "NV_DBG_SETUP": "INFO", "NV_DBG_INFO": "INFO"}
 
@@ -535,6 +540,12 @@ def nvidia_file(path: str, text: str) -> list[Occurrence]:
             if not args:
                 continue
             level, fmt_arg, rest = "ERROR", args[0], args[1:]
+        elif name == "NV_PRINTF":
+            # warnings, notices and info are below a release build's threshold: not printed
+            level = NV_PRINTF_LEVEL.get(args[0].strip()) if len(args) > 1 else None
+            if level is None:
+                continue
+            fmt_arg, rest = args[1], args[2:]
         else:
             skip = {"nv_printf": 1, "NV_DEV_PRINTF": 2, "NV_DEV_PRINTF_STATUS": 3}[name]
             if len(args) <= skip:
@@ -554,7 +565,12 @@ def nvidia_file(path: str, text: str) -> list[Occurrence]:
         pieces = printf_from_args(fmt_arg, expanded)
         if not pieces:
             continue
-        if name != "nv_printf" and name != "portDbgPrintf":
+        if name == "NV_PRINTF":
+            # __FUNCTION__ of the function it is in; inside a macro, of the function using it
+            func = Slot("cident", "function") if call.function in src.define_names() or not call.function \
+                else call.function
+            pieces = ["NVRM: ", func, ": ", *pieces]
+        elif name != "nv_printf" and name != "portDbgPrintf":
             pieces = ["NVRM: GPU ", Slot("str", "pci_dev"), ": ", *pieces]
         if name == "NV_DEV_PRINTF_STATUS":
             last = pieces[-1]

@@ -24,11 +24,13 @@ _KIND_REGEX = {
     "any": r".*?",
     "word": r"\S+",  # a name without spaces (a network interface)
     "cfunc": r"[a-z_][A-Za-z0-9_]*",  # Slurm's __func__: its C functions are snake_case
+    "cident": r"[A-Za-z_][A-Za-z0-9_]*",  # any C function name (the NVIDIA RM's are camelCase)
     "path": r"\S+?",  # a file path without blanks
 }
 _KIND_SAMPLE = {
     "int": "3", "uint": "3", "hex": "1f", "ptr": "0x7f3a2c000000", "float": "1.5",
-    "char": "x", "str": "VALUE", "any": "VALUE", "word": "eth0", "cfunc": "func", "path": "/path/to/script",
+    "char": "x", "str": "VALUE", "any": "VALUE", "word": "eth0", "cfunc": "func", "cident": "osFunc",
+    "path": "/path/to/script",
 }
 
 

@@ -263,7 +263,9 @@ def nvidia_tags(tags: list[str]) -> list[str]:
 
 # the kernel interface layer (kernel-open/nvidia), the RM's Unix glue (init, API mismatch,
 # fallen off the bus) and its robust-channel code, which prints the Xid reports
-NVIDIA_UNDER = ("kernel-open/nvidia", "src/nvidia/arch/nvalloc/unix/src", "src/nvidia/src/kernel/gpu/rc")
+# kernel-open: the kernel interface layer; src/nvidia: the RM itself (its CPU-side part: what
+# GSP firmware runs is not in the repository)
+NVIDIA_UNDER = ("kernel-open/nvidia", "src/nvidia/arch/nvalloc", "src/nvidia/src/kernel")
 NVIDIA_SKIP = re.compile(r"/(?:tests?)/|nv-dsi-parse-panel-props\.c$|nv-(?:gpio|i2c|imp|clk|backlight|dsi|hdmi)")
 
 
