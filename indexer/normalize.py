@@ -181,6 +181,16 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
             r"(?:(?P<source_location>[\w.\-]+\.(?:c|cc|h|inl):\d+)\s+)?(?=\S)"
         ),
     ),
+    # libfabric's log (src/log.c, FI_LOG_LEVEL=warn|info|...): "libfabric:<prov>:<subsys>:<func>():
+    # <line><level> " before 1.13; from it "libfabric:<pid>:<time>:<log prefix>:<prov>:..." (the
+    # log prefix is FI_LOG_PREFIX, empty by default); a layered provider prints "<prov>;<core>"
+    (
+        "libfabric",
+        re.compile(
+            r"libfabric:(?:(?P<pid>\d+):\d+:[^:\s]*:)?(?P<logger>[\w;\-]+):(?P<subsystem>\w+):"
+            r"(?P<source_location>\w+\(\):\d+)<(?P<level>warn|trace|info|debug)>\s*(?=\S)"
+        ),
+    ),
     # ROCm's runtime log (AMD_LOG_LEVEL>0, rocclr/utils/debug.cpp): ":3:hip_module.cpp  :662 :
     # 2786461895 us: [pid:77 tid:0x7f] msg"; older releases print "(%010lld) us" or no time
     (
@@ -192,7 +202,8 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
     ),
 ]
 
-_LEVEL_NAMES = {"I": "info", "W": "warning", "E": "error", "F": "fatal", "D": "debug", "C": "critical", "WARN": "warning"}
+_LEVEL_NAMES = {"I": "info", "W": "warning", "E": "error", "F": "fatal", "D": "debug", "C": "critical", "WARN": "warning",
+                "warn": "warning"}
 # where rich puts the caller: two or more spaces, then "file.py:N" at the end of the line
 _RICH_LOCATION = re.compile(r"\s{2,}(?P<source_location>[\w.\-]+\.py:\d+)\s*$")
 

@@ -1515,3 +1515,32 @@ def test_nvidia_rm_nv_printf_errors_with_the_function_name():
     rx = re2.compile(in_macro["pattern"])
     assert rx.search("NVRM: kgspInitRm_IMPL: check failed: status == NV_OK")
     assert not rx.search("NVRM: two words: check failed: x")
+
+
+def test_libfabric_log_calls_and_provider_wrappers():
+    """FI_WARN/FI_INFO(prov, subsys, fmt, ...) and the providers' wrappers (VERBS_INFO(subsys,
+    fmt), CXIP_WARN(fmt)) are read by their first string-literal argument; the wrappers'
+    own definitions and the *_ERRNO helpers (whose format is built from a parameter) are not."""
+    from indexer.catalog.extract import libfabric_file
+
+    src = textwrap.dedent('''
+        #define VERBS_WARN(subsys, ...) FI_WARN(&fi_ibv_prov, subsys, __VA_ARGS__)
+        #define VERBS_INFO_ERRNO(subsys, fn, errno) VERBS_INFO(subsys, fn ": %s(%d)\\n", strerror(errno), errno)
+        static int fi_ibv_get_device_attrs(struct ibv_context *ctx)
+        {
+            if (port_num == cnt + 1) {
+                VERBS_INFO(FI_LOG_FABRIC, "There are no active ports\\n");
+                return -FI_ENODATA;
+            }
+            FI_WARN(&rxm_prov, FI_LOG_CQ, "fi_cq_readerr: err: %s (%d)\\n", fi_strerror(err), err);
+            CXIP_WARN("Failed to allocate %d bytes\\n", len);
+            VERBS_INFO_ERRNO(FI_LOG_FABRIC, "ibv_query_port", errno);
+        }
+    ''')
+    occs = libfabric_file("prov/verbs/src/verbs_info.c", src)
+    assert [(o.level, o.kind, o.function) for o in occs] == [
+        ("INFO", "VERBS_INFO", "fi_ibv_get_device_attrs"), ("WARN", "FI_WARN", "fi_ibv_get_device_attrs"),
+        ("WARN", "CXIP_WARN", "fi_ibv_get_device_attrs")]
+    rx = re2.compile(to_pattern(list(occs[1].pieces), anchor_start=True)[0])
+    assert rx.search("fi_cq_readerr: err: Input/output error (5)")
+    assert not rx.search("cq_readerr: err: x (5)")

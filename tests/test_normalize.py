@@ -223,3 +223,17 @@ def test_ucx_log_prefixes_are_peeled():
     assert fatal.message == "Transport retry count exceeded on mlx5_0:1/IB" and fatal.context["pid"] == "1234"
     # a bracketed host:pid pair (Open MPI) is not taken for UCX's four-field prefix
     assert normalize_line("[node1:01234] pml_ucx.c:273  Error: x").message.startswith("[node1:01234]")
+
+
+def test_libfabric_log_prefix_both_layouts():
+    """libfabric's fi_log: 'libfabric:<prov>:<subsys>:<func>():<line><level> ' (before 1.13) and
+    'libfabric:<pid>:<time>:<prefix>:<prov>:...' after; a layered provider is 'verbs;ofi_rxm'."""
+    old = normalize_line("libfabric:verbs:fabric:vrb_get_device_attrs():612<info> Interface 'ib0' has no ports")
+    assert old.message == "Interface 'ib0' has no ports"
+    assert old.context["logger"] == "verbs" and old.context["level"] == "info"
+    assert old.context["source_location"] == "vrb_get_device_attrs():612"
+    new = normalize_line("libfabric:30291:1717000000::verbs;ofi_rxm:ep_ctrl:rxm_cmap_connect():455<warn> connect failed")
+    assert new.message == "connect failed"
+    assert (new.context["pid"], new.context["logger"], new.context["level"]) == ("30291", "verbs;ofi_rxm", "warning")
+    # a colon-separated message that only looks similar keeps its text
+    assert normalize_line("libfabric: version 1.22.0 loaded").message == "libfabric: version 1.22.0 loaded"

@@ -509,6 +509,34 @@ def meaningful(pieces: tuple, minimum: int = 10) -> bool:
     return bool(re.search(r"[A-Za-z]{4,}", text)) and literal_weight(list(pieces)) >= 6
 
 
+# ---- libfabric ----------------------------------------------------------------------------
+# include/rdma/providers/fi_log.h: FI_WARN/FI_INFO(prov, subsys, fmt, ...) and each provider's
+# own wrappers (VERBS_WARN(subsys, fmt, ...), EFA_WARN, CXIP_WARN(fmt, ...), TXC_WARN(txc, fmt,
+# ...)) print through fi_log behind "libfabric:...:<func>():<line><level> " (the normalizer
+# strips it); the format is the first argument that is a string literal. Printed when
+# FI_LOG_LEVEL is at least the call's level (warn, then trace, info, debug).
+LIBFABRIC_CALLS = r"(?:FI|[A-Z][A-Z0-9]*)_(?:WARN|INFO)(?:_ONCE|_SPARSE)?"
+_STRING_START = re.compile(r'\s*"')
+
+
+def libfabric_file(path: str, text: str) -> list[Occurrence]:
+    src = Source(text)
+    out = []
+    for call in src.calls(LIBFABRIC_CALLS):
+        args = [re.sub(r"\\\n\s*", " ", a).strip() for a in call.args]
+        at = next((i for i, a in enumerate(args) if _STRING_START.match(a)), None)
+        if at is None or at > 2:
+            continue  # a wrapper passing its own format through, or not a log call
+        if args[at + 1:] and args[at + 1].strip() == "__VA_ARGS__":
+            continue  # the definition of another wrapper
+        pieces = printf_from_args(args[at], args[at + 1:])
+        if not pieces:
+            continue
+        level = "WARN" if "_WARN" in call.name else "INFO"
+        out.append(Occurrence(path, call.line, call.function, level, tuple(merge_pieces([pieces])), True, call.name))
+    return out
+
+
 # ---- NVIDIA's Linux kernel driver (open-gpu-kernel-modules) ------------------------------
 # kernel-open/common/inc/os-interface.h: nv_printf(level, fmt, ...) prints when the level is at
 # least the driver's debug level (NVreg_ResmanDebugLevel; errors and warnings by default);

@@ -110,6 +110,7 @@ REPO_NAMES = {
     "open-mmlab/mmengine": "mmengine", "InternLM/xtuner": "xtuner", "SchedMD/slurm": "Slurm",
     "Lightning-AI/pytorch-lightning": "Lightning", "ROCm/clr": "HIP (clr)",
     "ROCm/ROCR-Runtime": "ROCr", "NVIDIA/open-gpu-kernel-modules": "NVIDIA open-gpu-kernel-modules", "torvalds/linux": "Linux", "ROCm/rocminfo": "rocminfo", "linux-rdma/rdma-core": "rdma-core", "pytorch/elastic": "torchelastic", "facebookincubator/gloo": "Gloo",
+    "ofiwg/libfabric": "libfabric",
 }
 
 

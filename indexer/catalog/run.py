@@ -15,6 +15,8 @@ Sources (``--source NAME=PATH``):
   clr           a git directory of ROCm/clr (the HIP runtime) with its tags
   rdma-core     a git directory of linux-rdma/rdma-core with its tags
   ucx           a git directory of openucx/ucx with its tags (filed under infiniband)
+  libfabric     a git directory of ofiwg/libfabric with its tags: FI_WARN/FI_INFO and the providers'
+                wrappers in the core, EFA, verbs, rxm/rxd, TCP, shm and CXI (filed under infiniband)
   ompi          a git directory of open-mpi/ompi with its tags: the help texts Open MPI
                 prints (btl/openib, pml/ucx, mpirun ...), filed under infiniband
   nccl-tests    a git directory of NVIDIA/nccl-tests with its tags (filed under other)
@@ -46,7 +48,7 @@ from pathlib import Path
 from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
 from indexer.catalog.extract import (
     clr_file, gloo_file, linux_file, nccl_file, nccl_tests_file, nvidia_file, ofi_nccl_file, ompi_file, rdma_file, rocr_file,
-    slurm_file, torch_cpp_file, ucx_release_file,
+    slurm_file, torch_cpp_file, ucx_release_file, libfabric_file,
 )
 from indexer.catalog.python_src import python_extractor, python_file, rocm_smi_file
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
@@ -55,7 +57,7 @@ from indexer.catalog.spec import (
     nccl_tags, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS, NVIDIA_SKIP, NVIDIA_UNDER, nvidia_tags, LINUX_PARTS, LINUX_SKIP,
     UCX_SKIP, UCX_UNDER, ucx_tags, NCCL_TESTS_SKIP, NCCL_TESTS_UNDER, nccl_tests_tags, OFI_NCCL_SKIP, OFI_NCCL_UNDER,
     ofi_nccl_tags, GLOO_FIRST_YEAR, GLOO_SKIP, GLOO_UNDER, SHARP_PLUGIN_SKIP, SHARP_PLUGIN_UNDER, sharp_plugin_tags,
-    OMPI_SKIP, OMPI_SUFFIXES, OMPI_UNDER, ompi_tags,
+    OMPI_SKIP, OMPI_SUFFIXES, OMPI_UNDER, ompi_tags, LIBFABRIC_SKIP, LIBFABRIC_UNDER, libfabric_tags,
 )
 
 MANIFEST = "manifest.json"
@@ -448,6 +450,11 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
                                      (".c", ".h", ".inl"), UCX_SKIP, ucx_release_file)
         produced.setdefault("infiniband", []).extend(recs)
         manifest["read"]["ucx"] = read
+    if "libfabric" in sources:
+        recs, read = build_c_project(sources["libfabric"], texts, "infiniband", "ofiwg/libfabric", libfabric_tags,
+                                     LIBFABRIC_UNDER, (".c", ".h"), LIBFABRIC_SKIP, libfabric_file)
+        produced.setdefault("infiniband", []).extend(recs)
+        manifest["read"]["libfabric"] = read
     if "ompi" in sources:
         recs, read = build_c_project(sources["ompi"], texts, "infiniband", "open-mpi/ompi", ompi_tags, OMPI_UNDER,
                                      OMPI_SUFFIXES, OMPI_SKIP, ompi_file)

@@ -298,6 +298,25 @@ UCX_UNDER = ("src/ucs", "src/uct/base", "src/uct/ib", "src/uct/tcp", "src/uct/cu
 UCX_SKIP = re.compile(r"/(?:tests?|gtest|examples?|tools)/|/ucs/(?:stats|profile|vfs)/")
 
 
+def libfabric_tags(tags: list[str]) -> list[str]:
+    """libfabric from v1.6 (2018; the verbs provider's fi_ibv_* era) on: the last patch release
+    of each minor version."""
+    last: dict[tuple, tuple] = {}
+    for t in tags:
+        if re.fullmatch(r"v\d+\.\d+\.\d+", t) and version_key(t) >= (1, 6):
+            key = version_key(t)
+            if key[:2] not in last or key > last[key[:2]][0]:
+                last[key[:2]] = (key, t)
+    return [t for _, t in sorted(last.values())]
+
+
+# the core and the providers NCCL's aws-ofi-nccl plugin and MPI runs use for training: EFA,
+# verbs (InfiniBand/RoCE) with its rxm/rxd utility layers, TCP, shm, and CXI (Slingshot)
+LIBFABRIC_UNDER = ("src", "include", "prov/util", "prov/efa", "prov/verbs", "prov/rxm", "prov/rxd",
+                   "prov/tcp", "prov/shm", "prov/cxi", "prov/hook")
+LIBFABRIC_SKIP = re.compile(r"/(?:tests?|fabtests|unit)/|_test\.c$")
+
+
 def nccl_tests_tags(tags: list[str]) -> list[str]:
     """nccl-tests releases from v2.10.0 on (v2.0.0/v2.9.0 predate its current output format)."""
     return [t for t in tags if re.fullmatch(r"v\d+\.\d+\.\d+", t) and version_key(t) >= (2, 10)]
