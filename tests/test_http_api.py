@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 
 import httpx
 
@@ -134,13 +135,28 @@ def test_readyz_reports_an_index_that_no_longer_matches_the_kb(explainer, index_
     assert "knowledge base changed" in response.json()["problem"]
 
 
+def _readyz_once_loaded(url: str, timeout: float = 120.0) -> httpx.Response:
+    """/readyz once the server has finished (or given up) loading the index: polled against a
+    deadline, not a count of requests, since loading takes longer with a bigger catalogue on a
+    busy machine (on CI's 2 cores at 4588957 a /readyz read timed out after httpx's default 5 s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            response = httpx.get(f"{url}/readyz", timeout=30.0)
+        except httpx.TimeoutException:
+            # the server verifying a big index can hold the GIL past a read timeout
+            if time.monotonic() > deadline:
+                raise
+            continue
+        if response.json()["problem"] != "the semantic index is still loading" or time.monotonic() > deadline:
+            return response
+        time.sleep(0.05)
+
+
 def test_readyz_is_503_when_the_index_cannot_be_loaded(explainer, kb_dir, tmp_path):
     broken = Explainer(kb_dir=kb_dir, index_dir=tmp_path / "none", index_policy="refuse", encoder=explainer.encoder)
     with serve(broken) as running:
-        for _ in range(200):
-            report = httpx.get(f"{running.url}/readyz").json()
-            if report["problem"] != "the semantic index is still loading":
-                break
+        report = _readyz_once_loaded(running.url).json()
         assert report["ready"] is False and "no index" in report["problem"]
         # The regex tier still answers; a line that needs the semantic tier gets a clear 503.
         assert httpx.post(f"{running.url}/v1/explain", json={"lines": [CDB_LINE]}).status_code == 200
@@ -157,10 +173,7 @@ def test_a_zero_byte_index_file_is_a_503_json_with_a_reason_and_no_path(explaine
     (damaged / "vectors.npy").write_bytes(b"")
     server_side = Explainer(kb_dir=kb_dir, index_dir=damaged, index_policy="refuse", encoder=explainer.encoder)
     with serve(server_side) as running:
-        for _ in range(200):
-            response = httpx.get(f"{running.url}/readyz")
-            if response.json()["problem"] != "the semantic index is still loading":
-                break
+        response = _readyz_once_loaded(running.url)
         assert response.status_code == 503 and response.headers["content-type"].startswith("application/json")
         assert "checksum" in response.json()["problem"] and str(tmp_path) not in response.text
         refused = httpx.post(f"{running.url}/v1/explain", json={"lines": [UNRELATED_LINE]})
