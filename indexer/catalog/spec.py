@@ -280,12 +280,12 @@ LINUX_PARTS = {
 LINUX_SKIP = re.compile(r"/(?:tests?|selftests)/|_test\.c$")
 
 
-def ucx_tags(tags: list[str]) -> list[str]:
+def ucx_tags(tags: list[str], first: tuple[int, int] = (1, 2)) -> list[str]:
     """UCX releases from v1.2.0 (2017; HPC-X and older clusters still ship them) on: the last
-    patch release of each minor version."""
+    patch release of each minor version (``first``: the oldest minor version read)."""
     last: dict[tuple, tuple] = {}
     for t in tags:
-        if re.fullmatch(r"v\d+\.\d+\.\d+", t) and version_key(t) >= (1, 2):
+        if re.fullmatch(r"v\d+\.\d+\.\d+", t) and version_key(t) >= first:
             key = version_key(t)
             if key[:2] not in last or key > last[key[:2]][0]:
                 last[key[:2]] = (key, t)
@@ -301,13 +301,7 @@ UCX_SKIP = re.compile(r"/(?:tests?|gtest|examples?|tools)/|/ucs/(?:stats|profile
 def libfabric_tags(tags: list[str]) -> list[str]:
     """libfabric from v1.6 (2018; the verbs provider's fi_ibv_* era) on: the last patch release
     of each minor version."""
-    last: dict[tuple, tuple] = {}
-    for t in tags:
-        if re.fullmatch(r"v\d+\.\d+\.\d+", t) and version_key(t) >= (1, 6):
-            key = version_key(t)
-            if key[:2] not in last or key > last[key[:2]][0]:
-                last[key[:2]] = (key, t)
-    return [t for _, t in sorted(last.values())]
+    return ucx_tags(tags, first=(1, 6))  # the same vX.Y.Z tag scheme as UCX
 
 
 # the core and the providers NCCL's aws-ofi-nccl plugin and MPI runs use for training: EFA,
