@@ -520,6 +520,17 @@ def test_verbs_stderr_warnings_provider_errors_and_devinfo_fields():
     assert field.anchored  # a tool's printed line starts the line, not the middle of another's
     pattern, _ = to_pattern(list(field.pieces), anchor_start=False)
     assert field.level == "print" and re2.compile(pattern).search("phys_state:   LINK_UP (5)")
+    # a snake_case key names the field well enough to answer on; a bare "port:" does not
+    keyed = 'int main() { printf("\\tfw_ver:\\t\\t\\t\\t%s\\n", attr.fw_ver); printf("\\t\\tport:\\t%d\\n", port); }'
+    fw, port = rdma_file("libibverbs/examples/devinfo.c", keyed)
+    merged = [Merged("infiniband", "linux-rdma/rdma-core", o.level, o.pieces, o.anchored, o.kind, o, ["v64.0"]) for o in (fw, port)]
+    rec_fw, rec_port = (to_record(m, {}) for m in merged)
+    assert rec_fw["matchable"] and not rec_port["matchable"]
+    assert re2.compile(rec_fw["pattern"]).search(normalize_line("fw_ver:\t\t\t\t20.31.1014").message)
+    import dataclasses
+    other = dataclasses.replace(fw, file="providers/mlx5/mlx5.c")
+    elsewhere = Merged("infiniband", "linux-rdma/rdma-core", fw.level, fw.pieces, fw.anchored, fw.kind, other, ["v64.0"])
+    assert not to_record(elsewhere, {})["matchable"]
 
 
 def test_infiniband_diags_reports_and_libibmad_field_dumps():
@@ -1471,6 +1482,14 @@ def test_slurm_memory_limit_notify_text_is_a_record():
     rx = re2.compile(to_pattern(list(occ.pieces), anchor_start=occ.anchored)[0])
     assert rx.search("Exceeded job memory limit")
     assert not rx.search("Job 12 exceeded memory limit (4096 > 2048), being killed")
+    # the record's pattern takes the client's "srun: " / "salloc: " in front (info() prints no
+    # level word, and the normalizer leaves a bare program name alone)
+    rec = to_record(Merged("slurm", "SchedMD/slurm", occ.level, occ.pieces, True, occ.kind, occ, ["slurm-24-05-8-1"]), {})
+    rx = re2.compile(rec["pattern"])
+    for line in ("srun: Exceeded job memory limit", "salloc: Exceeded job memory limit", "Exceeded job memory limit"):
+        assert rx.search(normalize_line(line).message), line
+    assert not rx.search(normalize_line("srun: Exceeded job memory limit at some point.").message)
+    assert not rx.search(normalize_line("mysrun: Exceeded job memory limit").message)
 
 
 def test_slurm_tags_reach_back_to_15_08():
@@ -1544,3 +1563,39 @@ def test_libfabric_log_calls_and_provider_wrappers():
     rx = re2.compile(to_pattern(list(occs[1].pieces), anchor_start=True)[0])
     assert rx.search("fi_cq_readerr: err: Input/output error (5)")
     assert not rx.search("cq_readerr: err: x (5)")
+
+
+def test_ompi_ucx_component_errors_are_records():
+    """Open MPI's pml/osc/common UCX code logs "<file>:<line>  Error: <msg>" through
+    opal_output_verbose (after mpirun's "[host:pid] "); the records keep the level word, match
+    wherever the line starts, and a 3.x line with one space before "Error:" too."""
+    from indexer.catalog.extract import ompi_file
+
+    src = textwrap.dedent('''
+        int mca_pml_ucx_open(void)
+        {
+            if (status != UCS_OK) {
+                PML_UCX_ERROR("Failed to create UCP worker");
+                return OMPI_ERROR;
+            }
+            PML_UCX_ERROR("ucp_ep_create(proc=%d) failed: %s",
+                          proc->super.proc_name.vpid, ucs_status_string(status));
+            MCA_COMMON_UCX_WARN("UCX is unable to handle VM_UNMAP event. "
+                                "This may cause performance degradation or data corruption.");
+            PML_UCX_ERROR("x");
+        }
+    ''')
+    occs = ompi_file("ompi/mca/pml/ucx/pml_ucx.c", src)
+    assert [(o.level, display(o.pieces), o.function) for o in occs] == [
+        ("error", "Error: Failed to create UCP worker", "mca_pml_ucx_open"),
+        ("error", "Error: ucp_ep_create(proc={proc->super.proc_name.vpid}) failed: {ucs_status_string(status)}",
+         "mca_pml_ucx_open"),
+        ("warning", "Warning: UCX is unable to handle VM_UNMAP event. This may cause performance degradation or data corruption.",
+         "mca_pml_ucx_open"),
+    ]
+    assert ompi_file("ompi/mca/pml/ob1/pml_ob1.c", src) == []
+    rx = re2.compile(to_pattern(list(occs[1].pieces), anchor_start=occs[1].anchored)[0])
+    for line in ("[node7.cluster:55412] pml_ucx.c:424  Error: ucp_ep_create(proc=12) failed: Destination is unreachable",
+                 "[a01:3311] ../../../../../ompi/mca/pml/ucx/pml_ucx.c:380 Error: ucp_ep_create(proc=3) failed: Input/output error"):
+        assert rx.search(normalize_line(line).message), line
+    assert not rx.search("ucp_ep_create(proc=3) failed")

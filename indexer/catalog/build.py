@@ -101,6 +101,9 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
     if m.kind == "job_state_reason_string":
         # a refused submission prints it as the client's error: "sbatch: error: <reason>"
         pattern = r"^(?:[\w-]+:\s+error:\s+)?" + pattern[1:]
+    if m.kind == "job_notify" and pattern.startswith("^"):
+        # srun, salloc and sbatch's allocation print it with info("%s"): "srun: <text>"
+        pattern = r"^(?:(?:srun|salloc|sbatch):\s+)?" + pattern[1:]
     if m.kind.endswith(HOST_HEAD):
         # "mlx5: <host>: <message>": the normalizer takes "mlx5: " and the host for pdsh-style
         # prefixes, so the message may come with all, part or none of that head
@@ -131,7 +134,7 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         "pattern": pattern,
         "groups": {name: arg for name, arg in groups},
         "versions": m.versions,
-        "matchable": meaningful(m.pieces),
+        "matchable": meaningful(m.pieces) or _devinfo_key(m),
         "severity": severity,
         "role": text.get("role") or ("context" if severity == "info" else "root_cause"),
         "title": text.get("title"),
@@ -153,6 +156,18 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         # builders): such a record can never be told from the message it wraps
         record["matchable"] = False
     return record
+
+
+# ibv_devinfo prints "<tabs>key:<tabs>value" with verbs' snake_case names (fw_ver, max_qp_wr,
+# active_mtu, link_layer): too little fixed text for the generic rule, but a key with an
+# underscore names the field; "port:" or "state:" alone stay unmatchable
+_SNAKE_KEY = re.compile(r"\s*[a-z][a-z0-9]*(?:_[a-z0-9]+)+:")
+
+
+def _devinfo_key(m: Merged) -> bool:
+    first = m.pieces[0] if m.pieces else None
+    return (m.first.file.endswith("libibverbs/examples/devinfo.c") and isinstance(first, str)
+            and bool(_SNAKE_KEY.match(first)))
 
 
 def _by_place(text: dict | None, groups: list[tuple[str, str]]) -> dict | None:

@@ -894,7 +894,34 @@ def _ternary_variants(pieces: list[Piece]) -> list[list[Piece]]:
     return [pieces]
 
 
+# Open MPI's UCX components log through opal_output_verbose with the source place and a level
+# word in front (pml_ucx.h in 3.x; opal/mca/common/ucx/common_ucx.h from 4.0):
+# "[host:pid] pml_ucx.c:309  Error: Failed to create UCP worker" (one space before "Error:" in 3.x)
+OMPI_UCX_CALLS = r"PML_UCX_ERROR|PML_UCX_WARN|OSC_UCX_ERROR|OSC_UCX_WARN|MCA_COMMON_UCX_ERROR|MCA_COMMON_UCX_WARN"
+OMPI_UCX_FILES = ("/pml_ucx.c", "/pml_ucx_datatype.c", "/pml_ucx_request.c", "/common_ucx.c", "/common_ucx_wpool.c",
+                  "/osc_ucx_comm.c", "/osc_ucx_component.c", "/osc_ucx_active_target.c", "/osc_ucx_passive_target.c")
+
+
+def _ompi_ucx_calls(path: str, text: str) -> list[Occurrence]:
+    out = []
+    for call in Source(text).calls(OMPI_UCX_CALLS):
+        if not call.args:
+            continue
+        pieces = printf_from_args(call.args[0], call.args[1:])
+        pieces = [Slot("cfunc", p.arg) if isinstance(p, Slot) and p.arg == "__func__" else p
+                  for p in pieces] if pieces else pieces
+        if not pieces or not meaningful(tuple(pieces), 12):
+            continue
+        warn = call.name.endswith("WARN")
+        head = "Warning: " if warn else "Error: "
+        out.append(Occurrence(path, call.line, call.function, "warning" if warn else "error",
+                              tuple(merge_pieces([head] + list(pieces))), False, call.name))
+    return out
+
+
 def ompi_file(path: str, text: str) -> list[Occurrence]:
+    if path.endswith(OMPI_UCX_FILES):
+        return _ompi_ucx_calls(path, text)
     if path.endswith("show_help.c"):
         out = []
         for call in Source(text).calls(r"opal_output|asprintf"):

@@ -131,14 +131,24 @@ PY_PROJECTS: dict[str, PyProject] = {
                                                           anchored=False)},
             print_paths=("megatron/",),
             assert_paths=(r"(?:^|/)arguments\.py$", r"^megatron/training/", r"transformer_config\.py$",
-                          r"model_parallel_config\.py$", r"^megatron/core/parallel_state\.py$"),
+                          r"model_parallel_config\.py$", r"^megatron/core/parallel_state\.py$",
+                          # the tensor-parallel layers check their inputs' shapes against the TP size
+                          # ("First dimension of the tensor should be divisible by tensor parallel size")
+                          r"^megatron/core/tensor_parallel/"),
         ),
     ),
     "accelerate": PyProject(
         "accelerate", "huggingface/accelerate", _final_tags(r"v\d+\.\d+\.\d+", (0, 20)),
         ("src/accelerate",),
-        re.compile(_SKIP_TESTS + r"|^src/accelerate/test_utils/"),
-        Dialect(print_paths=("src/accelerate/commands/",)),
+        # `accelerate test` runs test_utils/scripts/test_script.py through testing.py's
+        # execute_subprocess_async ("Running:  accelerate-launch ..."): user-facing, unlike the
+        # rest of test_utils
+        re.compile(r"^(?!src/accelerate/test_utils/scripts/test_script\.py$)(?:.*(?:" + _SKIP_TESTS
+                   + r")|src/accelerate/test_utils/(?!testing\.py$|scripts/test_script\.py$))"),
+        # prints: the commands, the Megatron-LM integration's start-up notes (utils/megatron_lm.py),
+        # the launchers' notebook messages, and the sanity-check run of `accelerate test`
+        Dialect(print_paths=("src/accelerate/commands/", "src/accelerate/utils/megatron_lm.py", "src/accelerate/launchers.py",
+                             "src/accelerate/test_utils/testing.py", "src/accelerate/test_utils/scripts/test_script.py")),
     ),
     # PyTorch Lightning 2.x (src/lightning: pytorch and fabric) and 1.5-1.9 (the last patch of
     # each: pytorch_lightning/ at the top, then src/pytorch_lightning with lightning_lite (1.8) or
@@ -371,9 +381,12 @@ def ompi_tags(tags: list[str]) -> list[str]:
     return [t for _, t in sorted(last.values())]
 
 
-# Open MPI's help files (the texts opal_show_help prints) and the two show_help.c that print
-# the aggregated "N more processes have sent help message" lines; OSHMEM and the contrib/test
+# Open MPI's help files (the texts opal_show_help prints), the two show_help.c that print
+# the aggregated "N more processes have sent help message" lines, and the UCX components' error
+# and warning calls (pml/ucx, osc/ucx, common/ucx: what mpirun-launched jobs on IB print); OSHMEM and the contrib/test
 # trees are not what a training job runs
 OMPI_UNDER = ("ompi", "opal", "orte")
-OMPI_SUFFIXES = (".txt", "/show_help.c")
+OMPI_SUFFIXES = (".txt", "/show_help.c", "/pml_ucx.c", "/pml_ucx_datatype.c", "/pml_ucx_request.c", "/common_ucx.c",
+                 "/common_ucx_wpool.c", "/osc_ucx_comm.c", "/osc_ucx_component.c", "/osc_ucx_active_target.c",
+                 "/osc_ucx_passive_target.c")
 OMPI_SKIP = re.compile(r"/(?:tests?|contrib)/|/pmix/pmix\d+x/pmix/")
