@@ -1599,3 +1599,21 @@ def test_ompi_ucx_component_errors_are_records():
                  "[a01:3311] ../../../../../ompi/mca/pml/ucx/pml_ucx.c:380 Error: ucp_ep_create(proc=3) failed: Input/output error"):
         assert rx.search(normalize_line(line).message), line
     assert not rx.search("ucp_ep_create(proc=3) failed")
+
+
+def test_slurm_one_word_records_start_the_line():
+    """A Slurm call whose only fixed text is one word ("socket: %m") must not match that word in
+    the middle of another program's line; after srun's "<program>: error: " it still does."""
+    from indexer.catalog.extract import slurm_file
+
+    src = 'static int _connect(void) { if (fd < 0) { error("socket: %m"); return -1; } error("Unable to connect to the node socket: %m"); }'
+    one, longer = slurm_file("src/common/net.c", src)
+    rec = to_record(Merged("slurm", "SchedMD/slurm", one.level, one.pieces, False, one.kind, one, ["slurm-24-05-8-1"]), {})
+    rx = re2.compile(rec["pattern"])
+    for line in ("srun: error: socket: Connection refused", "socket: Too many open files",
+                 "[2024-05-01T10:00:00.123] error: socket: Permission denied"):
+        assert rx.search(normalize_line(line).message), line
+    assert not rx.search(normalize_line("Writing to socket: Connection refused").message)
+    # more fixed text keeps the record matching wherever it sits
+    rec2 = to_record(Merged("slurm", "SchedMD/slurm", longer.level, longer.pieces, False, longer.kind, longer, ["slurm-24-05-8-1"]), {})
+    assert re2.compile(rec2["pattern"]).search("0: slurmstepd: error: Unable to connect to the node socket: Connection refused")

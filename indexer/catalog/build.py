@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from indexer.catalog.extract import HOST_HEAD, Occurrence, meaningful
+from indexer.catalog.extract import HOST_HEAD, SLURM_LEVEL, Occurrence, meaningful
 from indexer.catalog.formats import display_format, example_line, group_name, re2_escape, to_pattern
 from indexer.catalog.sources import Tree
 
@@ -101,6 +101,11 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
     if m.kind == "job_state_reason_string":
         # a refused submission prints it as the client's error: "sbatch: error: <reason>"
         pattern = r"^(?:[\w-]+:\s+error:\s+)?" + pattern[1:]
+    if m.repo == "SchedMD/slurm" and m.kind in SLURM_LEVEL and not pattern.startswith("^") and _one_word(m.pieces):
+        # "socket: %m", "authentication: %s": one word of fixed text matches it anywhere in any
+        # program's line ("Writing to socket: Connection refused"); Slurm prints it first, after
+        # "<program>: <level>: " or a daemon's "[time] " (which the normalizer strips)
+        pattern = r"^(?:[\w-]+:\s+(?:(?:error|fatal|warning|verbose|debug\d?):\s+)?)?" + pattern
     if m.kind == "job_notify" and pattern.startswith("^"):
         # srun, salloc and sbatch's allocation print it with info("%s"): "srun: <text>"
         pattern = r"^(?:(?:srun|salloc|sbatch):\s+)?" + pattern[1:]
@@ -156,6 +161,10 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         # builders): such a record can never be told from the message it wraps
         record["matchable"] = False
     return record
+
+
+def _one_word(pieces) -> bool:
+    return len(re.findall(r"[A-Za-z]{2,}", "".join(p for p in pieces if isinstance(p, str)))) <= 1
 
 
 # ibv_devinfo prints "<tabs>key:<tabs>value" with verbs' snake_case names (fw_ver, max_qp_wr,
