@@ -69,12 +69,13 @@ def _final_tags(pattern: str, since: tuple) -> Callable[[list[str]], list[str]]:
 
 
 def _lightning_tags(tags: list[str]) -> list[str]:
-    """Every final 2.x release, and the last patch release of 1.5 ... 1.9."""
+    """Every final 2.x release, and the last patch release of 1.0 ... 1.9 (1.0-1.4 printed their
+    DDP start-up from accelerators/ and plugins/training_type/, "All DDP processes registered")."""
     finals = [t for t in tags if re.fullmatch(r"\d+\.\d+\.\d+", t)]
     last: dict[tuple, str] = {}
     for t in finals:
         key = version_key(t)
-        if (1, 5) <= key < (2, 0) and (key[:2] not in last or key > version_key(last[key[:2]])):
+        if (1, 0) <= key < (2, 0) and (key[:2] not in last or key > version_key(last[key[:2]])):
             last[key[:2]] = t
     return sorted([t for t in finals if version_key(t) >= (2, 0)] + list(last.values()), key=version_key)
 
@@ -150,7 +151,7 @@ PY_PROJECTS: dict[str, PyProject] = {
         Dialect(print_paths=("src/accelerate/commands/", "src/accelerate/utils/megatron_lm.py", "src/accelerate/launchers.py",
                              "src/accelerate/test_utils/testing.py", "src/accelerate/test_utils/scripts/test_script.py")),
     ),
-    # PyTorch Lightning 2.x (src/lightning: pytorch and fabric) and 1.5-1.9 (the last patch of
+    # PyTorch Lightning 2.x (src/lightning: pytorch and fabric) and 1.0-1.9 (the last patch of
     # each: pytorch_lightning/ at the top, then src/pytorch_lightning with lightning_lite (1.8) or
     # lightning_fabric (1.9)); the KB files it under "other"
     "lightning": PyProject(
