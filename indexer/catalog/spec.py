@@ -13,6 +13,7 @@ import re
 from typing import Callable
 
 from indexer.catalog.build import version_key
+from indexer.catalog.extract import OMPI_UCX_FILES
 
 NCCL_SUFFIXES = (".cc", ".cu", ".h", ".cpp", ".hpp", ".c")
 
@@ -387,7 +388,5 @@ def ompi_tags(tags: list[str]) -> list[str]:
 # and warning calls (pml/ucx, osc/ucx, common/ucx: what mpirun-launched jobs on IB print); OSHMEM and the contrib/test
 # trees are not what a training job runs
 OMPI_UNDER = ("ompi", "opal", "orte")
-OMPI_SUFFIXES = (".txt", "/show_help.c", "/pml_ucx.c", "/pml_ucx_datatype.c", "/pml_ucx_request.c", "/common_ucx.c",
-                 "/common_ucx_wpool.c", "/osc_ucx_comm.c", "/osc_ucx_component.c", "/osc_ucx_active_target.c",
-                 "/osc_ucx_passive_target.c")
+OMPI_SUFFIXES = (".txt", "/show_help.c") + OMPI_UCX_FILES
 OMPI_SKIP = re.compile(r"/(?:tests?|contrib)/|/pmix/pmix\d+x/pmix/")
