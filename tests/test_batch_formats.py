@@ -84,7 +84,7 @@ def test_commented_keeps_the_original_bytes_and_comments_runs_once(explainer, lo
 
 
 def test_commented_comment_cache_is_bounded_and_clearing_it_changes_nothing(explainer, log, monkeypatch):
-    from service.batch import write_commented
+    from service.batch.formats import commented as write_commented
 
     write_commented._COMMENTS.clear()
     full, _ = annotate(explainer, [str(log)], "commented", lang="both")
@@ -122,7 +122,7 @@ def test_commented_runs_join_across_chunk_edges(explainer, tmp_path, monkeypatch
     chunks. Chunks of ~one line (every run crosses edges) must give the bytes of one big chunk
     (no edges), with long runs, runs cut at RUN_BYTES, unexplained, undecodable and over-long
     lines, and context lines hidden or not."""
-    from service.batch import write_commented
+    from service.batch.formats import commented as write_commented
 
     monkeypatch.setattr(write_commented, "RUN_BYTES", run_bytes)
     rng = random.Random(7)
@@ -276,7 +276,7 @@ def test_comment_wrapping_equals_textwrap_line_for_line(explainer):
     import random
     import textwrap
 
-    from service.batch.write_commented import wrap
+    from service.batch.formats.commented import wrap
 
     rng = random.Random(3)
     words = ["a", "bb", "NCCL", "all-reduce", "ZeRO-3", "通信超时", "很长的中文说明没有空格" * 3, "x" * 30, "y" * 130,

@@ -48,7 +48,7 @@ def test_every_front_end_uses_the_same_terms():
 
     root = Path(__file__).resolve().parent.parent / "service"
     page = (root / "http" / "static" / "common.js").read_text(encoding="utf-8")
-    report = (root / "batch" / "report.js").read_text(encoding="utf-8")
+    report = (root / "batch" / "formats" / "report.js").read_text(encoding="utf-8")
     for lang in ("en", "zh"):
         terms = TERMS[lang]
         for key in ("fatal", "error", "warning", "info", "unknown", "action", "details", "confidence", "nearest"):

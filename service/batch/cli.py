@@ -89,21 +89,9 @@ def _choose_format(args: argparse.Namespace) -> str | None:
 
 def make_writer(fmt: str, out, options, multi: bool, as_json: bool = False):
     """The writer for ``fmt`` (``as_json``: the summary as JSON rather than a table)."""
-    if fmt == "jsonl":
-        from service.batch.write_jsonl import JsonlWriter
+    from service.batch import formats
 
-        return JsonlWriter(out)
-    if fmt == "commented":
-        from service.batch.write_commented import CommentedWriter
-
-        return CommentedWriter(out, options, multi)
-    if fmt == "html":
-        from service.batch.write_html import HtmlWriter
-
-        return HtmlWriter(out, options)
-    from service.batch.write_summary import SummaryWriter
-
-    return SummaryWriter(out, "zh" if options.lang == "zh" else "en", as_json)
+    return formats.get(fmt).writer(out, options, multi, as_json)
 
 
 def exit_code(summary, fail_on: str | None, had_input: bool) -> int:
@@ -226,7 +214,7 @@ def _run_local(args, fmt, options, sources, problems) -> int:
 
 def _run_dask(args, fmt, options) -> int:
     from service.batch.fleet import annotate_to_directory
-    from service.batch.write_summary import render_summary
+    from service.batch.formats.summary import render_summary
 
     if not args.output:
         print("explainlog annotate: --dask needs -o DIRECTORY for the partitioned output", file=sys.stderr)

@@ -33,7 +33,7 @@ from service.batch.engine import CONTRACT_KEYS
 from service.batch.inputs import Source, discover
 from service.batch.options import Options
 from service.batch.problems import Problem
-from service.batch.process import process_chunk
+from service.batch.process import process_chunk, renderer
 from service.batch.reader import CHUNK_BYTES, MAX_LINE_BYTES, LineChunker, SourceReader, detect_compression
 from service.batch.summary import Summary, merge_all
 
@@ -168,8 +168,9 @@ def run_partition(partition: Partition, first_line: int, config: Config, options
     summary.ensure_file(partition.source_index, partition.name)
     payloads: list[bytes] = []
     with _LOCK:  # one engine per process is not thread-safe; Dask may run tasks in threads
+        render = renderer(options)
         for chunk in _chunks(partition, first_line, problems):
-            result = process_chunk(engine, chunk, partition.name, options)
+            result = process_chunk(engine, chunk, partition.name, options, render)
             payloads.append(result.payload)
             summary.merge(result.summary)
     summary.problems.extend(problems)
@@ -288,7 +289,7 @@ def annotate_to_directory(
     """Write partitioned JSONL or Parquet plus one merged summary into ``out_dir``."""
     import dask
 
-    from service.batch.write_summary import render_summary
+    from service.batch.formats.summary import render_summary
 
     os.makedirs(out_dir, exist_ok=True)
     sources, planned, problems = _plan_with_offsets(paths, blocksize, client)

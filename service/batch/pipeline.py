@@ -36,12 +36,12 @@ from service.explainer import BUDGET_STEP, SemanticBudget
 from service.batch.inputs import Source
 from service.batch.options import Options
 from service.batch.problems import Problem
-from service.batch.process import ChunkResult, process_chunk
+from service.batch.process import process_chunk, renderer
+from service.batch.result import ChunkResult
 from service.batch.progress import Progress
 from service.batch.ranges import RANGE_BYTES, Range, RangeResult, split, summarize_range
 from service.batch.reader import CHUNK_BYTES, MAX_LINE_BYTES, Chunk, SourceReader
 from service.batch.summary import Summary
-from service.batch.write_html import AnswerBlocks
 
 
 class Writer(Protocol):
@@ -228,13 +228,16 @@ def _worker_init(explainer: Any, semantic: bool, turns: _Turns | None, defer: bo
     _WORKER["stop"] = stop
     with slots.get_lock():  # this worker's place among the pool's: its html answer ids
         slot, slots.value = slots.value, slots.value + 1
-    _WORKER["blocks"] = AnswerBlocks(slot, jobs)
+    _WORKER["render"] = None  # made on the first chunk, whose options name the format
+    _WORKER["slot"], _WORKER["jobs"] = slot, jobs
 
 
 def _worker_run(chunk: Chunk, name: str, options: Options, seq: int) -> ChunkResult | None:
     if _WORKER["stop"].value:
         return None  # the run was interrupted: the parent drains the queue and ignores this
-    result = process_chunk(_WORKER["engine"], chunk, name, options, _WORKER["blocks"])
+    if _WORKER["render"] is None:
+        _WORKER["render"] = renderer(options, _WORKER["slot"], _WORKER["jobs"])
+    result = process_chunk(_WORKER["engine"], chunk, name, options, _WORKER["render"])
     turns = _WORKER["turns"]
     if turns is not None:
         turns.write(seq, result.payload)
@@ -406,10 +409,10 @@ def annotate_sources(
             engine = Engine(explainer, semantic=options.semantic, defer_semantic=defer)
             if triage is not None:
                 triage.engine.peer = engine  # triage reads the same lines: it takes the shapes learned here
-            blocks = AnswerBlocks()
+            render = renderer(options)
             for item in _items(sources, limits, progress, by_range=options.format == "summary"):
                 if item[0] == "chunk":
-                    handle(item, process_chunk(engine, item[1], item[2], options, blocks))
+                    handle(item, process_chunk(engine, item[1], item[2], options, render))
                 elif item[0] == "range":  # read whole, with one copy, like a worker would
                     handle(item, summarize_range(engine, item[1], limits.max_line, limits.range_bytes))
                 else:

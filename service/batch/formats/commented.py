@@ -13,8 +13,7 @@ import functools
 import re
 import io
 import textwrap
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable
+from typing import BinaryIO, Callable, Iterable
 
 import orjson
 
@@ -22,10 +21,11 @@ from service.batch.engine import Annotated, Answer
 from service.presentation import severity_name, source_line, wrap_display
 from service.batch.options import Options
 from service.batch.problems import Problem
+from service.batch.result import ChunkResult, Rendered, Run
 from service.batch.summary import Summary
 
-if TYPE_CHECKING:
-    from service.batch.process import ChunkResult
+ANNOTATES = True
+NEEDS_CONTEXT = False
 
 RUN_BYTES = 8 << 20
 WIDTH = 100
@@ -116,34 +116,6 @@ def comment_lines(data: dict, langs: tuple[str, ...]) -> list[str]:
     if where:
         lines += _wrapped("  ", where)
     return lines
-
-
-@dataclass
-class Run:
-    """Consecutive lines explained by one entry, not written yet: the header counts them."""
-
-    key: str  # the entry's pattern id
-    comment: list[str]  # the comment of the answer of the line that started it
-    lines: list[bytes]
-    size: int  # bytes of its lines, newlines included
-    continued: bool = False  # the rest of a run cut at RUN_BYTES
-
-
-@dataclass
-class Rendered:
-    """A chunk as ``commented`` text, rendered where it was annotated (a ``-j`` worker).
-
-    Only runs of comments may span chunks, so the writer needs just the chunk's first run
-    (``head``: it may continue the run the previous chunk ended with) and its last (``tail``:
-    the next chunk may continue it) as lines; everything between is final text (``body``).
-    ``broken``: some line after ``head`` ends it; otherwise the whole chunk is ``head``.
-    """
-
-    head: Run | None
-    broken: bool
-    body: bytes = b""
-    body_lines: int = 0
-    tail: Run | None = None
 
 
 # Rendered comments by (answer uid, languages), per process: answers whose texts carry per-line
@@ -291,3 +263,17 @@ class CommentedWriter:
             self.out.write(
                 f"# explainlog: interrupted after {summary.total_lines:,} lines; everything above is complete\n".encode()
             )
+
+
+class Renderer:
+    """Worker side: each chunk as final text but for the runs at its edges (``render_chunk``)."""
+
+    def __init__(self, slot: int = 0, stride: int = 1) -> None:
+        pass  # runs across chunks are joined by the writer
+
+    def render(self, annotated: Annotated, source_name: str, options: Options, result: ChunkResult) -> None:
+        result.rendered = render_chunk(annotated, options)
+
+
+def writer(out: BinaryIO, options: Options, multi_source: bool, as_json: bool = False) -> CommentedWriter:
+    return CommentedWriter(out, options, multi_source)

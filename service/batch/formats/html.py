@@ -12,17 +12,16 @@ An interrupted run still closes the page properly, marked as interrupted.
 from __future__ import annotations
 
 from importlib import resources
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 import orjson
 
 from service.batch.engine import Annotated
 from service.batch.options import Options
 from service.batch.problems import Problem
+from service.batch.result import ChunkResult
 from service.batch.summary import Summary
 
-if TYPE_CHECKING:
-    from service.batch.process import ChunkResult
 
 ANSWER_TABLE_LIMIT = 200_000
 
@@ -33,7 +32,11 @@ def _json(value: object) -> bytes:
 
 
 def _asset(name: str) -> str:
-    return resources.files("service.batch").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("service.batch.formats").joinpath(name).read_text(encoding="utf-8")
+
+
+ANNOTATES = True
+NEEDS_CONTEXT = False
 
 
 class AnswerBlocks:
@@ -53,7 +56,11 @@ class AnswerBlocks:
         self._ids: dict[bytes, int] = {}
         self._next = 0
 
-    def render(self, annotated: Annotated, options: Options) -> bytes:
+    def render(self, annotated: Annotated, source_name: str, options: Options, result: ChunkResult) -> None:
+        result.payload = self.blocks(annotated, options)
+
+    def blocks(self, annotated: Annotated, options: Options) -> bytes:
+        """The chunk's data blocks, after the blocks of the answers it is the first to use."""
         refs, table = _references(annotated, options)
         if self._next + len(table) > ANSWER_TABLE_LIMIT and len(self._ids) > ANSWER_TABLE_LIMIT // 2:
             self._ids.clear()
@@ -132,3 +139,10 @@ class HtmlWriter:
 
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+Renderer = AnswerBlocks  # worker side: one per run and process (its ids must not collide)
+
+
+def writer(out: BinaryIO, options: Options, multi_source: bool, as_json: bool = False) -> HtmlWriter:
+    return HtmlWriter(out, options)

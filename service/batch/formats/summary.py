@@ -11,6 +11,9 @@ import orjson
 from service.batch.summary import Summary
 from service.presentation import display_width, severity_name, term
 
+ANNOTATES = False  # lines are counted per shape (``Engine.summarize``), not annotated one by one
+NEEDS_CONTEXT = False
+
 MAX_TEMPLATES_SHOWN = 40
 
 # The frame of the summary in both languages (the texts themselves come from the KB).
@@ -158,3 +161,17 @@ class SummaryWriter:
             self.out.write(orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
         else:
             self.out.write(render_summary(summary, self.lang).encode("utf-8"))
+
+
+class Renderer:
+    """Nothing to render per chunk: the summary is all in ``ChunkResult.summary``."""
+
+    def __init__(self, slot: int = 0, stride: int = 1) -> None:
+        pass
+
+    def render(self, annotated, source_name: str, options, result) -> None:
+        pass
+
+
+def writer(out, options, multi_source: bool, as_json: bool = False) -> SummaryWriter:
+    return SummaryWriter(out, "zh" if options.lang == "zh" else "en", as_json)
