@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from indexer.calibration import Calibrator, features, fit_logistic
-from indexer.encoder import Encoder
+from indexer.encoders import Encoder
 from indexer.kb_loader import KnowledgeBase
 from indexer.normalize import mask_message, normalize_line
 from indexer.patterns import PatternSet

@@ -115,7 +115,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     kb_dir = Path(args.kb)
     encoder = None
     if not args.no_model:
-        from indexer.encoder import default_encoder
+        from indexer.encoders import default_encoder
 
         encoder = default_encoder(args.model)
     explainer = Explainer(kb_dir=kb_dir, index_dir=args.index, model_path=args.model, encoder=encoder)
@@ -359,7 +359,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_index_build(args: argparse.Namespace) -> int:
-    from indexer.encoder import default_encoder
+    from indexer.encoders import default_encoder
     from indexer.kb_loader import load_kb
     from indexer.semantic_index import (
         IndexError_, SemanticIndex, build_index, prune_older_builds, read_stamp, spot_check, stamp_problem,
@@ -465,7 +465,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         print(f"eval: {exc}", file=sys.stderr)
         return 2
     if args.questions:
-        from indexer.encoder import default_encoder
+        from indexer.encoders import default_encoder
         from service.ask import Asker
         from service.explainer import Explainer
 
@@ -706,7 +706,7 @@ def _cannot_run_errors() -> tuple[type[BaseException], ...]:
     from service.explainer import IndexUnavailable
 
     kinds: list[type[BaseException]] = [KBLoadError, IndexUnavailable]
-    for module, name in (("indexer.encoder", "EncoderLoadError"), ("indexer.semantic_index", "IndexError_")):
+    for module, name in (("indexer.encoders.base", "EncoderLoadError"), ("indexer.semantic_index", "IndexError_")):
         if module in sys.modules:
             kinds.append(getattr(sys.modules[module], name))
     return tuple(kinds)

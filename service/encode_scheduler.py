@@ -37,7 +37,7 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from indexer.encoder import Encoder
+from indexer.encoders import Encoder
 
 CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 

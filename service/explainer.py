@@ -33,7 +33,7 @@ from indexer.texts import field_values, fill_bilingual, summary_text, verdict_va
 # line a pattern knows never pays for it.
 if TYPE_CHECKING:
     from indexer.calibration import Calibrator
-    from indexer.encoder import Encoder
+    from indexer.encoders import Encoder
     from indexer.semantic_index import Neighbours, SemanticIndex
     from service.encode_scheduler import EncodeScheduler
 
@@ -248,7 +248,7 @@ class Explainer:
     @property
     def encoder(self) -> Encoder:
         if self._encoder is None:
-            from indexer.encoder import default_encoder
+            from indexer.encoders import default_encoder
 
             self._encoder = default_encoder(self._model_path)
         return self._encoder

@@ -29,7 +29,7 @@ def kb_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def index_dir(tmp_path_factory, kb_dir) -> Path:
-    from indexer.encoder import default_encoder
+    from indexer.encoders import default_encoder
     from indexer.kb_loader import load_kb
     from indexer.semantic_index import build_index
 

@@ -82,7 +82,7 @@ def small_kb(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def asker(small_kb, tmp_path_factory):
-    from indexer.encoder import default_encoder
+    from indexer.encoders import default_encoder
     from indexer.kb_cache import load_kb_cached
     from service.ask import Asker
 
@@ -246,7 +246,7 @@ def test_a_chinese_name_is_matched_as_whole_words_only(small_kb, tmp_path_factor
     """"环" (ring) must not be found inside "环境变量" (environment variable)."""
     import shutil
 
-    from indexer.encoder import default_encoder
+    from indexer.encoders import default_encoder
     from indexer.kb_cache import load_kb_cached
     from service.ask import Asker
 
@@ -327,7 +327,7 @@ def test_a_variable_several_projects_read_answers_once(small_kb, tmp_path_factor
     answers name it once (the first-ranked text), not three times over the top 3."""
     import shutil
 
-    from indexer.encoder import default_encoder
+    from indexer.encoders import default_encoder
     from indexer.kb_cache import load_kb_cached
     from service.ask import Asker
 

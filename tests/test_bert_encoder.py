@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from indexer import model_pack, paths
-from indexer.bert_encoder import BertEncoder
-from indexer.encoder import EncoderLoadError, SentenceTransformerEncoder, default_encoder
+from indexer.encoders.numpy_bert import BertEncoder
+from indexer.encoders import EncoderLoadError, default_encoder
+from indexer.encoders.st import SentenceTransformerEncoder
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from indexer.encoder import default_encoder
+from indexer.encoders import default_encoder
 from indexer.kb_loader import load_kb
 from indexer.semantic_index import SemanticIndex, build_index, read_stamp, stamp_problem
 from service.explainer import Explainer, IndexUnavailable

@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 from indexer.catalog.extract import HOST_HEAD, SLURM_LEVEL, Occurrence, meaningful
 from indexer.catalog.formats import display_format, example_line, group_name, re2_escape, to_pattern
 from indexer.catalog.sources import Tree
+from indexer.catalog.versions import version_key
 
 TEXT_KEYS = ("title", "explanation", "action", "severity", "role", "example_kept")
 
@@ -36,11 +37,6 @@ class Merged:
     first: Occurrence
     versions: list[str] = field(default_factory=list)
     locations: set = field(default_factory=set)
-
-
-def version_key(tag: str) -> tuple:
-    nums = [int(n) for n in re.findall(r"\d+", tag)]
-    return tuple(nums)
 
 
 def record_id(component: str, file: str, level: str, fmt: str) -> str:

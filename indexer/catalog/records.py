@@ -15,6 +15,7 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from indexer.catalog.versions import version_key
 from indexer.schema import Bilingual, Component, FieldSpec, PatternEntry, Role, Severity, Example
 
 CATALOG_DIR = "catalog"
@@ -117,8 +118,6 @@ REPO_NAMES = {
 def entry_versions(records: list[CatalogRecord]) -> str:
     """An entry's ``versions:`` from the records it links: per project, the first and the last
     tag read that print any of its formats ('NCCL v2.19.3-1–v2.27.7-1; RCCL rocm-6.0.0–…')."""
-    from indexer.catalog.build import version_key
-
     tags: dict[str, set[str]] = {}
     for rec in records:
         tags.setdefault(rec.repo, set()).update(rec.versions)

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from indexer.encoder import EncoderLoadError
+from indexer.encoders import EncoderLoadError
 from indexer.semantic_index import IndexError_, read_stamp, stamp_problem
 from service.encode_scheduler import Busy, EncodeScheduler
 from service.explainer import EmbeddingBudgetExceeded, Explainer, IndexUnavailable

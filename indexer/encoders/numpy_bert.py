@@ -11,7 +11,7 @@ match sentence-transformers to float32 rounding (max abs difference ~2e-7), so a
 by either one serves the other.
 
 It implements exactly one layout, and ``supports`` checks a directory for it;
-``indexer.encoder.default_encoder`` uses sentence-transformers for anything else.
+``indexer.encoders.choose.default_encoder`` uses sentence-transformers for anything else.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from indexer import paths, safetensors_np, wordpiece
-from indexer.encoder import EncoderLoadError, require_model_dir
+from indexer.encoders.base import EncoderLoadError, require_model_dir
 
 _MODULE_TYPES = ["Transformer", "Pooling", "Normalize"]
 # The CPUs this process may run on (a container's cpuset), not the machine's.
