@@ -148,7 +148,7 @@ def test_compiled_context_builders_equal_the_dict_and_its_json_for_awkward_value
     backslashes, '%', non-ASCII and braces must come out as orjson would write them."""
     import orjson
 
-    from service.batch.engine import _context_builder, _context_json_builder
+    from service.batch.shape_plan import _context_builder, _context_json_builder
 
     text = 'r7 "q" 50%b \\x 节点{a} tail'
     items = [

@@ -139,7 +139,7 @@ def test_the_prefilter_of_unreadable_syntax_matches_everything():
 
 
 def _words(patterns: list[str]):
-    from service.batch.engine import _SET_OPTIONS, FilteredSet
+    from service.batch.proofs import SET_OPTIONS as _SET_OPTIONS, FilteredSet
 
     words = FilteredSet(_SET_OPTIONS)
     for pattern in patterns:  # one RE2 refuses has no words: its prefilter is always tested
@@ -149,7 +149,7 @@ def _words(patterns: list[str]):
 
 
 def test_a_prefilter_re2_refuses_makes_its_pattern_a_candidate_everywhere():
-    from service.batch.engine import _prefilter_set
+    from service.batch.proofs import _prefilter_set
 
     patterns = ["(", r"comm 0x[0-9a-f]+", "never"]
     found = _prefilter_set(patterns, _words(patterns))
@@ -161,7 +161,7 @@ def test_candidates_from_required_words_keep_every_pattern_that_matches_a_line_o
     (a probe changes nothing outside pointers). Random patterns with and without words: every
     pattern that matches some line of a message's shape is a candidate, and the candidates are
     among those that one set of all the prefilters gives (what was built before, ~4 s a run)."""
-    from service.batch.engine import _SET_OPTIONS, FilteredSet, _pointer_prefilter, _prefilter_set
+    from service.batch.proofs import SET_OPTIONS as _SET_OPTIONS, FilteredSet, _pointer_prefilter, _prefilter_set
 
     rng = random.Random(20261204)
     worded = [r"\bcomm 0x[0-9a-f]+", r"\brank \d+ via\b", r"\bdeadbeef\b", r"(?i)\bFED\b.*0x[0-9a-f]{4}",

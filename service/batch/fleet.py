@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from service.batch.engine import CONTRACT_KEYS
+from service.explainer import CONTRACT_KEYS
 from service.batch.inputs import Source, discover
 from service.batch.options import Options
 from service.batch.problems import Problem

@@ -336,3 +336,31 @@ class SourceReader:
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     yield first
     yield from rest
+
+
+def decode_lines(data: bytes, lines: list[bytes]) -> tuple[list[str], list[int], str]:
+    """Text of each line (and of the chunk); undecodable bytes become U+FFFD and are noted."""
+    try:
+        whole = data.decode("utf-8")
+        return whole.split("\n"), [], whole
+    except UnicodeDecodeError:
+        pass
+    texts, bad = [], []
+    for i, raw in enumerate(lines):
+        try:
+            texts.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            texts.append(raw.decode("utf-8", "replace"))
+            bad.append(i)
+    return texts, bad, "\n".join(texts)
+
+
+def undecodable_lines(data: bytes) -> list[int]:
+    """Indices of the lines of ``data`` that are not UTF-8."""
+    if data.isascii():  # the common case, ~20x faster than decoding to find out
+        return []
+    try:
+        data.decode("utf-8")
+        return []
+    except UnicodeDecodeError:
+        return decode_lines(data, data.split(b"\n"))[1]

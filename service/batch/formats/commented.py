@@ -17,7 +17,7 @@ from typing import BinaryIO, Callable, Iterable
 
 import orjson
 
-from service.batch.engine import Annotated, Answer
+from service.batch.answers import Annotated, Answer
 from service.presentation import severity_name, source_line, wrap_display
 from service.batch.options import Options
 from service.batch.problems import Problem

@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 import orjson
 
-from service.batch.engine import Annotated
+from service.batch.answers import Annotated
 from service.batch.options import Options
 from service.batch.problems import Problem
 from service.batch.result import ChunkResult

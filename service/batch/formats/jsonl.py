@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import orjson
 
-from service.batch.engine import Annotated
+from service.batch.answers import Annotated
 from service.batch.options import Options
 from service.batch.result import ChunkResult
 from service.batch.summary import Summary
