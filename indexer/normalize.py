@@ -55,10 +55,23 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("nccl_located", re.compile(r"(?P<source_location>[\w./\-]+\.(?:cc|h|cu|cpp|c):\d+) NCCL (?P<level>INFO|WARN|TRACE) (?=\S)")),
     ("nccl_bare", re.compile(r"(?:\[(?P<device>\d+)\] )?NCCL (?P<level>INFO|WARN|TRACE) (?=\S)")),
+    # glog, and abseil's log (absl/log/internal/log_format.cc: "%c%02d%02d %02d:%02d:%02d.%06d %7d
+    # file:line] "); before the log library is initialised abseil cannot read the time zone and
+    # writes "%c0000 00:00:%02d.%06d" with the Unix seconds (TensorFlow 2.16+, XLA, JAX:
+    # "E0000 00:00:1712345678.123456   12345 cuda_dnn.cc:8310] ")
     (
         "glog",
         re.compile(
-            r"(?P<level>[IWEF])(?P<date>\d{4}) (?P<time>\d{2}:\d{2}:\d{2}\.\d+)\s+(?P<tid>\d+) "
+            r"(?P<level>[IWEF])(?P<date>\d{4}) (?P<time>\d{2}:\d{2}:\d{2,}\.\d+)\s+(?P<tid>-?\d+) "
+            r"(?P<source_location>[\w./\\\-]+:\d+)\] "
+        ),
+    ),
+    # TensorFlow's own logger before abseil (tsl/platform/default/logging.cc, "%s.%06d: %c%s %s:%d] ":
+    # local time, the level letter, " %7u" thread id only when TF_CPP_LOG_THREAD_ID is set)
+    (
+        "tensorflow",
+        re.compile(
+            r"(?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}): (?P<level>[IWEF])(?: +(?P<tid>\d+))? "
             r"(?P<source_location>[\w./\\\-]+:\d+)\] "
         ),
     ),

@@ -1356,6 +1356,33 @@ def test_a_text_follows_its_place_only_to_a_record_that_prints_its_values():
     assert to_record(merged, {place: fitting})["title"] == fitting["title"]
 
 
+
+def test_a_text_follows_its_message_when_a_newly_read_file_prints_it_too(tmp_path):
+    """A record's id names the file of its newest call; reading one more directory can move that
+    call (Slurm's slurmctld prints messages that src/api printed before) and so the id. The text
+    written for the message follows it by (component, level, format), and only where its
+    placeholders fit; a format two old records shared says nothing about whose text it is."""
+    import json
+
+    from indexer.catalog.build import load_texts
+    from indexer.catalog.extract import linux_file
+
+    src = 'void f(void) { netdev_warn(priv->netdev, "can\'t offload tuple modification with non-clear ct()\\n"); }'
+    [occ] = linux_file("drivers/net/ethernet/mellanox/mlx5/core/en_tc.c", src)
+    merged = Merged("infiniband", "torvalds/linux", occ.level, occ.pieces, True, occ.kind, occ, ["v6.1.192"])
+    fmt = to_record(merged, {})["format"]
+    text = {"title": {"en": "mlx5e TC: tuple rewrite on {netdev} refused", "zh": "mlx5e TC：{netdev} 上的 tuple 改写被拒绝"},
+            "explanation": {"en": "x", "zh": "x"}, "severity": "warning", "role": "root_cause"}
+    old = dict(text, id="infiniband.elsewhere.0000", component="infiniband", file="drivers/other.c", line=7,
+               level=occ.level, format=fmt)
+    path = tmp_path / "infiniband.jsonl"
+    path.write_text(json.dumps(old) + "\n", encoding="utf-8")
+    assert to_record(merged, load_texts(path))["title"] == text["title"]
+    twice = dict(old, id="infiniband.third.0001", file="drivers/third.c")
+    path.write_text(json.dumps(old) + "\n" + json.dumps(twice) + "\n", encoding="utf-8")
+    assert to_record(merged, load_texts(path))["title"] is None
+
+
 def test_rocm_smi_log_and_print_helpers():
     """rocm-smi prints metrics through printLog ("GPU[0]\\t\\t: name: value") and errors through
     printErrLog and logging under basicConfig's "LEVEL: " format."""

@@ -237,3 +237,21 @@ def test_libfabric_log_prefix_both_layouts():
     assert (new.context["pid"], new.context["logger"], new.context["level"]) == ("30291", "verbs;ofi_rxm", "warning")
     # a colon-separated message that only looks similar keeps its text
     assert normalize_line("libfabric: version 1.22.0 loaded").message == "libfabric: version 1.22.0 loaded"
+
+
+def test_abseil_and_tensorflow_log_prefixes_are_peeled():
+    """abseil's log before its time zone is known writes the Unix seconds where glog's time goes
+    ("E0000 00:00:<seconds>.<us> <tid> file:line] "), and TensorFlow's own logger writes
+    "<local time>.<us>: <level> [<tid>] file:line] "; both are peeled like glog's header."""
+    absl = normalize_line("E0000 00:00:1712345678.123456  123456 cuda_dnn.cc:8310] Unable to register cuDNN factory")
+    assert absl.message == "Unable to register cuDNN factory"
+    assert (absl.context["level"], absl.context["tid"], absl.context["source_location"]) == ("error", "123456", "cuda_dnn.cc:8310")
+    tf = normalize_line("2020-05-01 12:00:00.123456: E tensorflow/stream_executor/cuda/cuda_driver.cc:351] "
+                        "failed call to cuInit: UNKNOWN ERROR (303)")
+    assert tf.message == "failed call to cuInit: UNKNOWN ERROR (303)"
+    assert tf.context["level"] == "error" and tf.context["format"] == "tensorflow"
+    with_tid = normalize_line("2020-05-01 12:00:00.123456: I  123456 gpu_device.cc:1561] Created device")
+    assert with_tid.message == "Created device" and with_tid.context["tid"] == "123456"
+    # the ordinary glog header is read as before; a time that is not one stays in the message
+    assert normalize_line("W1205 10:11:12.345678 140123 ProcessGroupNCCL.cpp:1234] x").message == "x"
+    assert normalize_line("2020-05-01 12:00:00: E a.cc:1] x").message.startswith("2020-05-01")

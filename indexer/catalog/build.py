@@ -114,8 +114,10 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         groups = [(host, m.pieces[1].arg)] + tail_groups
     rid = record_id(m.component, m.first.file, m.level, fmt)
     # by id; else by place, for a record whose id changed because the extractor now reads its
-    # format or level better (the text was written for the call at that line, not its id)
-    text = texts.get(rid) or _by_place(texts.get(("at", m.component, m.first.file, m.first.line)), groups) or {}
+    # format or level better (the text was written for the call at that line, not its id);
+    # else by its level and format, for one whose newest call is now in a file read since
+    text = (texts.get(rid) or _by_place(texts.get(("at", m.component, m.first.file, m.first.line)), groups)
+            or _by_place(texts.get(("said", m.component, m.level, fmt)), groups) or {})
     level_severity = {
         "INFO": "info", "WARN": "warning", "WARNING": "warning", "ERROR": "error", "FATAL": "fatal", "DEBUG": "info", "TRACE": "info",
         "debug": "info", "info": "info", "warning": "warning", "warn": "warning", "error": "error",
@@ -217,6 +219,10 @@ def load_texts(path: Path) -> dict[str, dict]:
             place = ("at", rec["component"], rec["file"], rec["line"])
             # a place that held two written records cannot say which text is whose
             texts[place] = None if place in texts else keep
+            # the same message printed from another file: the id (which names the file of the
+            # newest tag's call) changes when a newly read file prints it too
+            said = ("said", rec["component"], rec.get("level"), rec.get("format"))
+            texts[said] = None if said in texts else keep
     return texts
 
 

@@ -229,6 +229,7 @@ def slurm_tags(tags: list[str]) -> list[str]:
 # src/interfaces holds what src/common held for the plugin interfaces before 23.02 (e.g. the
 # jobacct_gather memory-limit kill, src/common/slurm_jobacct_gather.c -> src/interfaces/jobacct_gather.c)
 SLURM_UNDER = ("src/srun", "src/salloc", "src/sbatch", "src/scancel", "src/slurmd/slurmstepd",
+               "src/slurmctld", "src/slurmd/slurmd",  # the controller's and node daemon's logs: node and job failures
                "src/common", "src/interfaces", "src/api", "src/plugins/task", "src/plugins/cgroup",
                "src/plugins/jobacct_gather", "src/plugins/mpi", "src/plugins/proctrack",
                "src/plugins/switch", "src/plugins/job_container", "src/plugins/prep",
