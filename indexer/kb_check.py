@@ -106,7 +106,7 @@ def check_action_for_problems(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _is_record(loaded: LoadedEntry) -> bool:
-    return loaded.file.endswith((".jsonl", ".jsonl.gz"))
+    return loaded.file.endswith((".jsonl", ".jsonl.gz", ".jsonl.xz"))
 
 
 def check_examples(ctx: CheckContext) -> Iterator[Finding]:

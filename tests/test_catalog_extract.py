@@ -1647,3 +1647,23 @@ def test_slurm_one_word_records_start_the_line():
     # more fixed text keeps the record matching wherever it sits
     rec2 = to_record(Merged("slurm", "SchedMD/slurm", longer.level, longer.pieces, False, longer.kind, longer, ["slurm-24-05-8-1"]), {})
     assert re2.compile(rec2["pattern"]).search("0: slurmstepd: error: Unable to connect to the node socket: Connection refused")
+
+
+def test_catalogue_files_are_read_plain_gzipped_or_xz(tmp_path):
+    """The wheel carries the catalogue xz-compressed (gzip put the installed core over its size
+    budget); a checkout has plain files; older wheels had .gz. All three read the same."""
+    import gzip
+    import lzma
+
+    from indexer.catalog.records import CATALOG_DIR, catalog_files, read_catalog_file
+
+    folder = tmp_path / CATALOG_DIR
+    folder.mkdir(parents=True)
+    text = '{"id": "x.y.1"}\n{"id": "x.y.2", "zh": "中文"}\n'
+    (folder / "a.jsonl").write_text(text, encoding="utf-8")
+    (folder / "b.jsonl.gz").write_bytes(gzip.compress(text.encode("utf-8")))
+    (folder / "c.jsonl.xz").write_bytes(lzma.compress(text.encode("utf-8")))
+    (folder / "manifest.json").write_text("{}", encoding="utf-8")
+    files = catalog_files(tmp_path)
+    assert [f.name for f in files] == ["a.jsonl", "b.jsonl.gz", "c.jsonl.xz"]
+    assert {read_catalog_file(f) for f in files} == {text}

@@ -177,9 +177,10 @@ class CatalogProblem(ValueError):
 
 
 def catalog_files(kb_dir: Path) -> list[Path]:
-    """The catalogue's files: ``<component>.jsonl`` in a checkout, gzipped in a wheel."""
+    """The catalogue's files: ``<component>.jsonl`` in a checkout, xz-compressed in a wheel
+    (``.gz`` is read too)."""
     folder = Path(kb_dir) / CATALOG_DIR
-    return sorted([*folder.glob("*.jsonl"), *folder.glob("*.jsonl.gz")])
+    return sorted([*folder.glob("*.jsonl"), *folder.glob("*.jsonl.gz"), *folder.glob("*.jsonl.xz")])
 
 
 def read_catalog_file(path: Path) -> str:
@@ -187,6 +188,10 @@ def read_catalog_file(path: Path) -> str:
         import gzip
 
         return gzip.decompress(path.read_bytes()).decode("utf-8")
+    if path.name.endswith(".xz"):
+        import lzma
+
+        return lzma.decompress(path.read_bytes()).decode("utf-8")
     return path.read_text(encoding="utf-8")
 
 
