@@ -32,6 +32,10 @@ class Variable:
     aliases: tuple[str, ...]
     title: Bilingual | None
     text: Bilingual | None
+    # how engineers name it in a question without its name ("PXB" for NCCL_P2P_LEVEL); ``ask``
+    # treats each phrase like an entry's ``asked:``
+    asked: tuple[str, ...] = ()
+    where: tuple[str, int] = ("", 0)  # the params file and line it was read from
 
 
 def load_concepts(kb_dir: Path) -> tuple[list[Concept], list[Finding]]:
@@ -64,6 +68,12 @@ def load_concepts(kb_dir: Path) -> tuple[list[Concept], list[Finding]]:
     return concepts, findings
 
 
+def _asked(phrases) -> tuple[str, ...]:
+    if not isinstance(phrases, list) or not all(isinstance(p, str) and 2 <= len(p.strip()) <= 60 for p in phrases):
+        raise ValueError("'asked' is a list of phrases of 2 to 60 characters")
+    return tuple(p.strip() for p in phrases)
+
+
 def load_variables(kb_dir: Path) -> tuple[list[Variable], list[Finding]]:
     variables: list[Variable] = []
     findings: list[Finding] = []
@@ -80,7 +90,8 @@ def load_variables(kb_dir: Path) -> tuple[list[Variable], list[Finding]]:
                 variables.append(Variable(
                     row["name"], row["component"], row["repo"], row["file"], int(row["line"]),
                     row.get("function") or "", row["kind"], row.get("default"), tuple(row["versions"]),
-                    tuple(row.get("aliases", ())), title, text,
+                    tuple(row.get("aliases", ())), title, text, _asked(row.get("asked", [])),
+                    (str(path), n),
                 ))
             except (ValueError, KeyError, TypeError, ValidationError) as exc:
                 findings.append(Finding(str(path), n, None, "variable", str(exc).replace("\n", " ")[:300]))

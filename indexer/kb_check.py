@@ -408,17 +408,26 @@ def check_zh_style(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def check_asked(ctx: CheckContext) -> Iterator[Finding]:
-    """An entry's ``asked:`` phrases name it in a question (``explainlog ask``): a phrase must
-    name one entry only, and not be a concept's name or a variable (which name themselves)."""
+    """``asked:`` phrases (of entries and of variables) name their document in a question
+    (``explainlog ask``): a phrase must name one document only, and not be a concept's name or
+    a variable (which name themselves)."""
     from indexer.glossary import load_concepts, load_variables
 
     taken: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    variables = []
     if ctx.kb_dir is not None:
         concepts, _ = load_concepts(ctx.kb_dir)
         variables, _ = load_variables(ctx.kb_dir)
         taken.update({n.lower(): f"concept {c.id}" for c in concepts for n in c.names})
         taken.update({v.name.lower(): f"variable {v.name}" for v in variables})
-    seen: dict[str, str] = {}
+    for v in variables:
+        for phrase in v.asked:
+            key = " ".join(phrase.lower().split())
+            if key in taken:
+                yield Finding(*v.where, v.name, "asked", f"asked phrase {phrase!r} is the name of {taken[key]}")
+            elif seen.setdefault(key, f"variable {v.name}") != f"variable {v.name}":
+                yield Finding(*v.where, v.name, "asked", f"asked phrase {phrase!r} already names {seen[key]}")
     for loaded in ctx.kb.entries:
         for k, phrase in enumerate(loaded.entry.asked):
             key = " ".join(phrase.lower().split())

@@ -70,7 +70,7 @@ allreduce all-reduce allgather reducescatter alltoall broadcast collective colle
 world_size local_rank zero offload fsdp ddp tp pp dp checkpoint watchdog rendezvous tcpstore
 nproc_per_node multinode multi-node distributed xid ecc oom nic nics a100 h100 h800 h20 a800
 a40 3090 4090 v100 mi250 mi300 fp16 bf16 amp megatron-lm epoch find_unused_parameters
-train training finetune fine-tune finetuning pretrain pretraining
+train training finetune fine-tune finetuning pretrain pretraining pcie pxb pix phb
 显存 显卡 多卡 多机 单卡 单机 分布式 训练 微调 推理 梯度 并行 通信 超时 卡死 节点 集合通信 网卡 算子 算力
 """.split())
 MIN_BM25 = 4.0
@@ -220,7 +220,7 @@ class Doc:
     source: dict | None
     see: tuple[str, ...] = ()
     component: str = ""
-    asked: tuple[str, ...] = ()  # an entry's `asked:` phrases (how engineers name the problem)
+    asked: tuple[str, ...] = ()  # `asked:` phrases of an entry or variable (how engineers name it)
 
     def answer(self, lang: str, score: float) -> dict:
         other = "en" if lang == "zh" else "zh"
@@ -252,7 +252,7 @@ def build_docs(kb_dir: Path, kb: KnowledgeBase) -> list[Doc]:
         if v.default is not None:
             source["default"] = v.default
         docs.append(Doc("variable", v.name, (v.name, *v.aliases), v.title.model_dump(), v.text.model_dump(),
-                        source, component=v.component))
+                        source, component=v.component, asked=v.asked))
     concepts, _ = load_concepts(kb_dir)
     for c in concepts:
         ev = c.verified[0]
@@ -426,7 +426,8 @@ class Asker:
         name before a shorter one inside it): variables and ids by their exact name (any
         case), concepts by a name or alias as whole words, spaces, '_' and '-' between its
         words optional ("zero stage3", "gradient_accumulation"); a Chinese name as whole words
-        of the segmented question ("环", ring, is not in "环境变量")."""
+        of the segmented question ("环", ring, is not in "环境变量"). A document named more
+        often comes before one named less."""
         low = question.lower()
         spans: list[tuple[int, int, int]] = []  # (start, end, doc)
         for m in list(NAME_TOKEN.finditer(question)) + list(ID_TOKEN.finditer(low)):
@@ -460,23 +461,38 @@ class Asker:
         # a match inside a longer one is the longer one's word ("ZeRO" in "ZeRO-3 offload")
         kept = [sp for sp in spans
                 if not any(o[0] <= sp[0] and sp[1] <= o[1] and (o[1] - o[0]) > (sp[1] - sp[0]) for o in spans)]
-        out: list[int] = []
-        for _, _, i in sorted(kept, key=lambda sp: (sp[0], -(sp[1] - sp[0]), KIND_ORDER[index.docs[sp[2]].kind])):
-            if i not in out:
-                out.append(i)
-        return out
+        # the document the question names most often is its subject ("zero stage 3 cpu offload
+        # ... zero stage 2 cpu offload": offload); between equals, the one named first
+        first: dict[int, tuple[int, int, int]] = {}
+        mentions: dict[int, set[int]] = {}
+        for start, end, i in kept:
+            key = (start, -(end - start), KIND_ORDER[index.docs[i].kind])
+            first[i] = min(first.get(i, key), key)
+            mentions.setdefault(i, set()).add(start)
+        return sorted(first, key=lambda i: (-len(mentions[i]), first[i]))
 
     def _setting_for(self, index: _Index, question: str, named: list[int]) -> list[int]:
         """"How do I choose ring or tree?" asks for the knob, not the concept: when the question
         asks how to set, choose or turn something on or off (``SETTING_INTENT``), names
         concepts and no variable, the variable those concepts list first among their
-        ``see:`` (the one most of them share: NCCL_ALGO for ring and tree) answers first."""
+        ``see:`` (the one most of them share: NCCL_ALGO for ring and tree) answers first; when
+        it names only a message, the concept whose ``see:`` lists that message answers first."""
         if not named or not SETTING_INTENT.search(question):
             return []
         docs = [index.docs[i] for i in named]
         if any(d.kind == "variable" for d in docs):
             return []
         concepts = [d for d in docs if d.kind == "concept"]
+        if not concepts:
+            # "can I set the NCCL timeout?" names a message (the watchdog's timeout entry), which
+            # is not set; the concept that explains its mechanism, and lists it, says how
+            # (ZeRO-3 lists it too, as a symptom): the concept of the message's own component
+            # first, then the one that lists it earliest
+            entries = {d.id: d.component for d in docs if d.kind == "entry"}
+            listing = [(min((0 if entries[e] == doc.component else 1, doc.see.index(e)) for e in entries
+                            if e in doc.see), i)
+                       for i, doc in enumerate(index.docs) if doc.kind == "concept" and set(entries) & set(doc.see)]
+            return [min(listing)[1]] if listing else []
         votes: dict[int, tuple[int, int]] = {}
         for c_rank, doc in enumerate(concepts):
             for s_rank, ref in enumerate(doc.see):

@@ -338,3 +338,68 @@ def test_a_variable_several_projects_read_answers_once(small_kb, tmp_path_factor
     asker = Asker(kb, load_kb_cached(kb), default_encoder(), tmp_path_factory.mktemp("dupcache"))
     ids = [(a["kind"], a["id"]) for a in asker.ask("what does NCCL_P2P_DISABLE do")["answers"]]
     assert ids[0] == ("variable", "NCCL_P2P_DISABLE") and len(ids) == len(set(ids))
+
+
+def test_a_variable_asked_phrase_names_it_and_kb_check_guards_it(small_kb, tmp_path_factory):
+    """A variable's `asked:` phrases ("PXB" for NCCL_P2P_LEVEL-style values, "IB port") name it
+    in a question like an entry's; kb check reports a phrase that another document already
+    uses, with the params file and line."""
+    import shutil
+
+    from indexer.encoders import default_encoder
+    from indexer.kb_cache import load_kb_cached
+    from indexer.kb_check import run_checks
+    from service.ask import Asker
+
+    kb = tmp_path_factory.mktemp("varaskkb") / "kb"
+    shutil.copytree(small_kb, kb)
+    rows = [dict(v) for v in VARIABLES]
+    rows[0]["asked"] = ["RoCE address index"]
+    (kb / "params" / "nccl.jsonl").write_text("".join(json.dumps(v, ensure_ascii=False) + "\n" for v in rows),
+                                              encoding="utf-8")
+    asker = Asker(kb, load_kb_cached(kb), default_encoder(), tmp_path_factory.mktemp("varaskcache"))
+    got = asker.ask("which RoCE address index should a multi-node NCCL job use?")
+    assert got["answers"][0]["id"] == "NCCL_IB_GID_INDEX"
+    _, findings = run_checks(kb)
+    assert [str(f) for f in findings] == []
+    rows[1]["asked"] = ["LL128"]  # a concept's name names the concept
+    (kb / "params" / "nccl.jsonl").write_text("".join(json.dumps(v, ensure_ascii=False) + "\n" for v in rows),
+                                              encoding="utf-8")
+    _, findings = run_checks(kb)
+    assert [(Path(f.file).name, f.line, f.entry_id, f.check) for f in findings] == \
+        [("nccl.jsonl", 2, "NCCL_P2P_DISABLE", "asked")]
+    assert "concept concept.nccl_proto_ll128" in findings[0].message
+
+
+def test_the_document_named_most_often_comes_first(asker):
+    """"LL ... LL128 ... LL128" asks about LL128: named twice, it answers before LL named once;
+    between documents named as often, the question's order holds."""
+    ids = [a["id"] for a in asker.ask("is LL faster than LL128, and when does NCCL pick LL128?")["answers"]]
+    assert ids[:2] == ["concept.nccl_proto_ll128", "concept.nccl_proto_ll"]
+    ids = [a["id"] for a in asker.ask("is LL faster than LL128?")["answers"]]
+    assert ids[:2] == ["concept.nccl_proto_ll", "concept.nccl_proto_ll128"]
+
+
+def test_how_to_set_a_message_answers_with_the_concept_that_lists_it(small_kb, tmp_path_factory):
+    """"Can I set the NCCL timeout myself?" names the watchdog's timeout message; a message is
+    not set, the concept that lists it in `see:` explains how, so it answers first."""
+    import shutil
+
+    from indexer.encoders import default_encoder
+    from indexer.kb_cache import load_kb_cached
+    from service.ask import Asker
+
+    kb = tmp_path_factory.mktemp("seekb") / "kb"
+    shutil.copytree(small_kb, kb)
+    watchdog = {"id": "concept.pgnccl_watchdog", "names": ["watchdog"], "component": "torch_distributed",
+                "see": ["demo.watchdog_timeout"],
+                "title": {"en": "The NCCL watchdog", "zh": "NCCL watchdog 线程"},
+                "text": {"en": "The timeout is the timeout= argument of init_process_group.",
+                         "zh": "超时时间是 init_process_group 的 timeout= 参数。"},
+                "verified": [{"repo": "pytorch/pytorch", "ref": "v2.6.0", "file": "torch/distributed/distributed_c10d.py",
+                              "line": 1, "what": "timeout"}]}
+    (kb / "concepts" / "watchdog.yaml").write_text(yaml.safe_dump([watchdog], allow_unicode=True), encoding="utf-8")
+    asker = Asker(kb, load_kb_cached(kb), default_encoder(), tmp_path_factory.mktemp("seecache"))
+    assert asker.ask("用户可以手动设置 NCCL 超时吗？")["answers"][0]["id"] == "concept.pgnccl_watchdog"
+    # without the wish to set it, the message answers first
+    assert asker.ask("训练时 NCCL 超时了怎么办")["answers"][0]["id"] == "demo.watchdog_timeout"

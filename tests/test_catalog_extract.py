@@ -1667,3 +1667,23 @@ def test_catalogue_files_are_read_plain_gzipped_or_xz(tmp_path):
     files = catalog_files(tmp_path)
     assert [f.name for f in files] == ["a.jsonl", "b.jsonl.gz", "c.jsonl.xz"]
     assert {read_catalog_file(f) for f in files} == {text}
+
+
+def test_a_variables_asked_phrases_survive_a_rebuild_and_new_texts(tmp_path):
+    """`asked:` phrases are written by hand into kb/params rows; `catalog params` (which
+    regenerates the rows from the sources) and `catalog params-texts`-style merges keep them."""
+    import json
+
+    from indexer.catalog.params import _existing_texts, merge_texts
+
+    row = {"name": "NCCL_P2P_LEVEL", "component": "nccl", "repo": "NVIDIA/nccl", "file": "src/graph/paths.cc",
+           "line": 1, "kind": "read by name", "versions": ["v2.4.2-1"], "asked": ["PXB"],
+           "title": {"en": "old", "zh": "旧"}, "text": {"en": "old text", "zh": "旧的说明"}}
+    (tmp_path / "nccl.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert _existing_texts(tmp_path)["NCCL_P2P_LEVEL"]["asked"] == ["PXB"]
+    new = tmp_path / "new.jsonl.in"
+    new.write_text(json.dumps({"name": "NCCL_P2P_LEVEL", "title": {"en": "new", "zh": "新"},
+                               "text": {"en": "new text", "zh": "新的说明"}}, ensure_ascii=False) + "\n", encoding="utf-8")
+    merged, problems = merge_texts(tmp_path, [new])
+    got = json.loads((tmp_path / "nccl.jsonl").read_text(encoding="utf-8"))
+    assert (merged, problems) == (1, []) and got["text"]["en"] == "new text" and got["asked"] == ["PXB"]

@@ -184,7 +184,7 @@ def to_records(merged: dict[str, Merged], component: str | Callable[[str], str],
             row["also_in"] = others[:8]
         text = texts.get(name)
         if text:
-            row.update({k: text[k] for k in ("title", "text") if k in text})
+            row.update({k: text[k] for k in ("title", "text", "asked") if k in text})
         rows.append(row)
     return rows
 
@@ -207,7 +207,7 @@ def _existing_texts(folder: Path) -> dict[str, dict]:
     out = {}
     for row in read_params(folder) if folder.exists() else []:
         if row.get("title"):
-            out[row["name"]] = {"title": row["title"], "text": row["text"]}
+            out[row["name"]] = {k: row[k] for k in ("title", "text", "asked") if k in row}
     return out
 
 
@@ -296,6 +296,8 @@ def merge_texts(folder: Path, files: list[Path]) -> tuple[int, list[str]]:
             text = written.get(row["name"])
             if text:
                 row["title"], row["text"] = text["title"], text["text"]
+                if text.get("asked"):
+                    row["asked"] = text["asked"]
                 merged += 1
         write_params(path, rows)
     return merged, problems
