@@ -45,6 +45,7 @@ from indexer.texts import OPTIONAL, PLACEHOLDER
 ASK_KEEP = 4  # cached ask indexes (one per KB version in use), each with its vectors
 CJK = re.compile(r"[\u3400-\u9fff]")
 LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9_.+-]*[a-z0-9]|[a-z0-9]")
+ENV_NAME = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+){2,}(?![A-Za-z0-9_])")  # NCCL_IB_HCA
 NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
 ID_TOKEN = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+){2,}")
 EN_STOP = frozenset(
@@ -71,8 +72,21 @@ world_size local_rank zero offload fsdp ddp tp pp dp checkpoint watchdog rendezv
 nproc_per_node multinode multi-node distributed xid ecc oom nic nics a100 h100 h800 h20 a800
 a40 3090 4090 v100 mi250 mi300 fp16 bf16 amp megatron-lm epoch find_unused_parameters
 train training finetune fine-tune finetuning pretrain pretraining pcie pxb pix phb
+init_process_group expandable_segments max_split_size_mb pytorch_cuda_alloc_conf
 显存 显卡 多卡 多机 单卡 单机 分布式 训练 微调 推理 梯度 并行 通信 超时 卡死 节点 集合通信 网卡 算子 算力
 """.split())
+# Words of this domain that other software says as often: GPU load of a desktop app, a Redis
+# or JDBC timeout. Alone they do not place a question here; two of them, or one with a word
+# above, do ("训练超时", "GPU OOM").
+WEAK_DOMAIN = frozenset("gpu gpus 超时 显卡 节点 卡死 oom 推理 算力 epoch checkpoint".split())
+
+
+def in_domain(words: list[str]) -> bool:
+    """Whether a question's words place it in this KB's domain (``DOMAIN``, ``WEAK_DOMAIN``)."""
+    found = {w for w in words if w in DOMAIN}
+    return bool(found - WEAK_DOMAIN) or len(found) >= 2
+
+
 MIN_BM25 = 4.0
 COVERAGE = 0.5
 MIN_COSINE = 0.62
@@ -80,7 +94,8 @@ TOP = 5
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-case Latin words (a name like NCCL_IB_HCA also as its parts) and Chinese words."""
+    """Lower-case Latin words (a name like NCCL_IB_HCA or torch.distributed.init_process_group
+    also as its parts) and Chinese words."""
     import rjieba
 
     out: list[str] = []
@@ -92,8 +107,10 @@ def tokens(text: str) -> list[str]:
             continue
         for word in LATIN_WORD.findall(piece.lower()):
             out.append(word)
-            if "_" in word:
-                out += [p for p in word.split("_") if p]
+            # a name's parts count as words: NCCL_IB_HCA, torch.distributed.init_process_group
+            # (not a version or a number: 2.18.1, 1e-5)
+            if "_" in word or ("." in word and re.search(r"[a-z]{2}", word)):
+                out += [p for p in re.split(r"[_.]", word) if p]
     return out
 
 
@@ -106,7 +123,9 @@ def _name_regex(name: str) -> re.Pattern:
     rx = _NAME_RX.get(name)
     if rx is None:
         parts = [re.escape(p) for p in re.split(r"[\s_-]+", name.lower()) if p]
-        rx = _NAME_RX[name] = re.compile(r"(?<![a-z0-9_-])" + r"[\s_-]*".join(parts) + r"(?![a-z0-9])")
+        # not inside a word, nor after a word and a hyphen ("non-zero"); after a digit and a
+        # hyphen it is the next part of a compound ("zero-3-offload")
+        rx = _NAME_RX[name] = re.compile(r"(?<![a-z0-9_])(?<![a-z]-)" + r"[\s_-]*".join(parts) + r"(?![a-z0-9])")
     return rx
 
 
@@ -183,7 +202,7 @@ SETTING_INTENT = re.compile(
 @functools.lru_cache(maxsize=4096)
 def _phrase_in_domain(phrase: str) -> bool:
     """Whether an ``asked:`` phrase has a word of this domain (segmented once per phrase)."""
-    return any(w in DOMAIN for w in tokens(phrase))
+    return in_domain(tokens(phrase))
 
 
 def _asked_regex(phrase: str) -> re.Pattern:
@@ -343,8 +362,8 @@ class Asker:
         self._lock = threading.Lock()
 
     # ---- the index: BM25 over every document, vectors for the small kinds ------------------
-    def _key(self) -> str:
-        return hashlib.sha256(("ask-v3\0" + self.kb.digest).encode()).hexdigest()[:20]
+    def _key(self) -> str:  # v4: dotted names split into words
+        return hashlib.sha256(("ask-v4\0" + self.kb.digest).encode()).hexdigest()[:20]
 
     def index(self) -> _Index:
         with self._lock:
@@ -421,7 +440,8 @@ class Asker:
         return index.vectors
 
     # ---- answering -------------------------------------------------------------------------
-    def _exact(self, index: _Index, question: str, in_domain: bool = True) -> list[int]:
+    def _exact(self, index: _Index, question: str, in_domain: bool = True,
+               skip: list[tuple[int, int]] = ()) -> list[int]:
         """Documents named in the question, in the order the question names them (a longer
         name before a shorter one inside it): variables and ids by their exact name (any
         case), concepts by a name or alias as whole words, spaces, '_' and '-' between its
@@ -458,18 +478,30 @@ class Asker:
                 continue
             for m in _asked_regex(phrase).finditer(low):
                 spans += [(m.start(), m.end(), i) for i in entry_ids]
-        # a match inside a longer one is the longer one's word ("ZeRO" in "ZeRO-3 offload")
+        # a match inside a longer one is the longer one's word ("ZeRO" in "ZeRO-3 offload"); a
+        # name inside a message the question quotes is the message's ("world_size" in
+        # "train_batch_size is not equal to ... * world_size")
         kept = [sp for sp in spans
-                if not any(o[0] <= sp[0] and sp[1] <= o[1] and (o[1] - o[0]) > (sp[1] - sp[0]) for o in spans)]
+                if not any(o[0] <= sp[0] and sp[1] <= o[1] and (o[1] - o[0]) > (sp[1] - sp[0]) for o in spans)
+                and not any(a <= sp[0] and sp[1] <= b for a, b in skip)]
         # the document the question names most often is its subject ("zero stage 3 cpu offload
-        # ... zero stage 2 cpu offload": offload); between equals, the one named first
+        # ... zero stage 2 cpu offload": offload); a name joined to the next one by a hyphen
+        # or underscore modifies it ("ZeRO-3-offload": offload is the subject; "A+B", "A B"
+        # are lists as often: "张量并行+数据并行", "FSDP zero3"); between equals, the one
+        # named first
         first: dict[int, tuple[int, int, int]] = {}
         mentions: dict[int, set[int]] = {}
+        heads: dict[int, set[int]] = {}
         for start, end, i in kept:
             key = (start, -(end - start), KIND_ORDER[index.docs[i].kind])
             first[i] = min(first.get(i, key), key)
             mentions.setdefault(i, set()).add(start)
-        return sorted(first, key=lambda i: (-len(mentions[i]), first[i]))
+            modifier = any(j != i and 0 <= s2 - end <= 1 and all(c in "-_" for c in low[end:s2])
+                           and (s2 > end or low[end - 1:end] == "-")
+                           for s2, _, j in kept)
+            if not modifier:
+                heads.setdefault(i, set()).add(start)
+        return sorted(first, key=lambda i: (-len(heads.get(i, ())), -len(mentions[i]), first[i]))
 
     def _setting_for(self, index: _Index, question: str, named: list[int]) -> list[int]:
         """"How do I choose ring or tree?" asks for the knob, not the concept: when the question
@@ -504,20 +536,25 @@ class Asker:
             return []
         return [min(votes, key=lambda i: (-votes[i][0], votes[i][1]))]
 
-    def _quoted(self, index: _Index, question: str) -> tuple[list[int], list[int]]:
+    def _quoted(self, index: _Index, question: str,
+                domain: bool = True) -> tuple[list[int], list[int], list[tuple[int, int]]]:
         """The entries or records whose messages the question quotes, in the order quoted.
 
         Each piece of the question that reads like a log message (``quoted_pieces``: a
         quoted string, a line, a Latin run between Chinese text, a sentence) goes to both
         tiers, so a message quoted without its prefix or cut short ("Some NCCL operations
         have failed or timed out", "NCCL INFO NET/IB : No device fo") still finds its entry;
-        then the whole question goes to the regex tier (a pasted line with words around it).
-        The semantic tier's answer counts only when it is known at its calibrated
-        confidence: it abstains on words that are not a message of the KB. A record a curated
-        entry links stands for that entry. Returns the curated entries found (they answer
-        before any name the question uses) and the catalogue records found (after them)."""
+        then the whole question goes to the regex tier (a pasted line with words around it),
+        where only a curated entry counts: a record's few fixed words ("could not find ...")
+        are found in any sentence. The semantic tier's answer counts only when it is known at
+        its calibrated confidence, and only in a question of this domain: a JDBC
+        "Communications link failure" is near a Slurm errno text and is not one. A record a
+        curated entry links stands for that entry. Returns the curated entries found (they
+        answer before any name the question uses), the catalogue records found (after them)
+        and where in the question the pieces that found them are (names inside a quoted
+        message are the message's words, not the asker's)."""
         if self._explainer is None:
-            return [], []
+            return [], [], []
         pieces = quoted_pieces(question)
         try:
             # the pieces first: a pasted run of lines matched as one finds its last line's
@@ -525,22 +562,44 @@ class Asker:
             answers = self._explainer.explain_many(pieces, semantic=True) if pieces else []
             answers += self._explainer.explain_many([question], semantic=False)
         except Exception:  # a question is no log line; never let the explainer fail it
-            return [], []
+            return [], [], []
         sure: list[int] = []
         likely: list[int] = []
-        for answer in answers:
+        inside: list[tuple[int, int]] = []
+        for k, answer in enumerate(answers):
             if not answer.get("known") or not answer.get("pattern_id"):
+                continue
+            whole = k == len(pieces)
+            if answer.get("tier") == "semantic" and not domain:
                 continue
             ident = answer["pattern_id"]
             ident = self._linked().get(ident, ident)  # a record a curated entry explains: the entry
             # a curated entry (by its pattern, its model neighbourhood or a record it links)
             # is the message the question quotes; a catalogue record alone may be a phrase
             # that happens to read like one of its formats ("Enable LL128 by default ...")
-            to = sure if ident in self._entry_ids() else likely
+            is_entry = ident in self._entry_ids()
+            if whole and not is_entry:
+                continue
+            to = sure if is_entry else likely
+            found = False
             for i in index.exact.get(ident.lower(), []):
-                if index.docs[i].kind in ("entry", "record") and i not in sure and i not in likely:
-                    to.append(i)
-        return sure, likely
+                if index.docs[i].kind in ("entry", "record"):
+                    found = True
+                    if i not in sure and i not in likely:
+                        to.append(i)
+            if found and not whole:
+                at = question.find(pieces[k])
+                if at >= 0:
+                    inside.append((at, at + len(pieces[k])))
+        return sure, likely, inside
+
+    @staticmethod
+    def _known_name(index: _Index, name: str) -> bool:
+        """A variable-like name the KB knows, also without its project's prefix
+        ("IB_GID_INDEX" for NCCL_IB_GID_INDEX)."""
+        low = name.lower()
+        return low in index.exact or any(
+            k.endswith("_" + low) and index.docs[ids[0]].kind == "variable" for k, ids in index.exact.items())
 
     def _entry_ids(self) -> set[str]:
         if self._entries is None:
@@ -564,8 +623,9 @@ class Asker:
         if not question:
             return result
         index = self.index()
-        sure, likely = self._quoted(index, question)
-        named = self._exact(index, question, in_domain=any(w in DOMAIN for w in tokens(question)))
+        domain = in_domain(tokens(question))
+        sure, likely, inside = self._quoted(index, question, domain)
+        named = self._exact(index, question, in_domain=domain, skip=inside)
         exact = sure + self._setting_for(index, question, named) + named + likely
         exact = list(dict.fromkeys(exact))
         words = tokens(question)
@@ -595,11 +655,14 @@ class Asker:
             return sum(1 for w in set(wanted) if w in index.doc_tokens[i]) / len(set(wanted))
 
         known = bool(exact)
+        if not known and any(not self._known_name(index, m.group(0)) for m in ENV_NAME.finditer(question)):
+            # the question is about a variable the KB does not know (CUDA_DEVICE_MAX_COUNT):
+            # the nearest other variable is no answer
+            return result
         if not known and ranked:
             top_lex = lexical[0] if lexical else None
-            in_domain = any(w in DOMAIN for w in words)
             close = bool(semantic) and cosine.get(semantic[0], 0.0) >= MIN_COSINE
-            if in_domain:
+            if domain:
                 known = (top_lex is not None and scores[top_lex] >= MIN_BM25) or close
             else:
                 known = top_lex is not None and covered(top_lex) >= COVERAGE and close

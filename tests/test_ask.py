@@ -403,3 +403,52 @@ def test_how_to_set_a_message_answers_with_the_concept_that_lists_it(small_kb, t
     assert asker.ask("用户可以手动设置 NCCL 超时吗？")["answers"][0]["id"] == "concept.pgnccl_watchdog"
     # without the wish to set it, the message answers first
     assert asker.ask("训练时 NCCL 超时了怎么办")["answers"][0]["id"] == "demo.watchdog_timeout"
+
+
+@pytest.mark.parametrize("question", [
+    "更新最新版本后GPU占用率很高",  # a desktop app's GPU load: "GPU" alone is said by any software
+    "设置redis连接超时时间20分钟后还是会出现超时",  # "超时" alone, of a Redis client
+    "What does CUDA_DEVICE_MAX_COUNT mean?",  # a variable the KB does not know: no nearest other one
+])
+def test_weak_domain_words_and_unknown_variables_are_declined(asker, question):
+    assert asker.ask(question)["known"] is False, question
+
+
+def test_a_known_variable_without_its_prefix_is_not_unknown(asker):
+    got = asker.ask("Can NCCL auto-detect the correct IB_GID_INDEX?")
+    assert got["known"] and got["answers"][0]["id"] == "NCCL_IB_GID_INDEX"
+
+
+def test_dotted_names_count_as_their_words():
+    from service.ask import in_domain, tokens
+
+    words = tokens("Setting timeout in torch.distributed.init_process_group has no effect")
+    assert {"torch", "distributed", "init", "process", "group"} <= set(words) and in_domain(words)
+    assert "2.18.1" in tokens("NCCL 2.18.1") and "18" not in tokens("NCCL 2.18.1")
+    assert not in_domain(tokens("GPU 占用率很高")) and in_domain(tokens("GPU 训练时 OOM"))
+
+
+def test_names_inside_a_quoted_message_are_the_messages(asker):
+    """A name inside a message the question quotes (the pieces whose message was found) is the
+    message's word, not the asker's: it does not name its document."""
+    index = asker.index()
+    question = "after LL128 I see: NCCL_P2P_DISABLE is set, LL is off"
+    at = question.index("NCCL_P2P_DISABLE")
+    ids = lambda found: [index.docs[i].id for i in found]
+    assert "NCCL_P2P_DISABLE" in ids(asker._exact(index, question))
+    assert ids(asker._exact(index, question, skip=[(at, len(question))])) == ["concept.nccl_proto_ll128"]
+
+
+@pytest.mark.parametrize("question", [
+    # the whole question finds curated entries only: a record's few fixed words ("could not
+    # find {ptr}") are in any sentence
+    "I could not find how to increase the openresty gateway time-out",
+    # a quoted piece found only by the semantic tier counts only in a question of this domain
+    # (a Slurm errno text is near a JDBC error, and is not it)
+    "com.mysql.cj.jdbc.exceptions.CommunicationsException: Communications link failure",
+])
+def test_other_softwares_messages_are_not_answered_by_record_words(explainer, tmp_path_factory, question):
+    from service.ask import Asker
+
+    asker = Asker(explainer.kb_dir, explainer.kb, None, tmp_path_factory.mktemp("realask"), explainer=explainer)
+    assert asker.ask(question)["known"] is False
