@@ -521,9 +521,10 @@ class Asker:
             # (ZeRO-3 lists it too, as a symptom): the concept of the message's own component
             # first, then the one that lists it earliest
             entries = {d.id: d.component for d in docs if d.kind == "entry"}
-            listing = [(min((0 if entries[e] == doc.component else 1, doc.see.index(e)) for e in entries
-                            if e in doc.see), i)
-                       for i, doc in enumerate(index.docs) if doc.kind == "concept" and set(entries) & set(doc.see)]
+            concept_ids = {i for _, ids in index.concept_names for i in ids}
+            listing = [(min((0 if entries[e] == index.docs[i].component else 1, index.docs[i].see.index(e))
+                            for e in entries if e in index.docs[i].see), i)
+                       for i in sorted(concept_ids) if set(entries) & set(index.docs[i].see)]
             return [min(listing)[1]] if listing else []
         votes: dict[int, tuple[int, int]] = {}
         for c_rank, doc in enumerate(concepts):
@@ -623,12 +624,12 @@ class Asker:
         if not question:
             return result
         index = self.index()
-        domain = in_domain(tokens(question))
+        words = tokens(question)
+        domain = in_domain(words)
         sure, likely, inside = self._quoted(index, question, domain)
         named = self._exact(index, question, in_domain=domain, skip=inside)
         exact = sure + self._setting_for(index, question, named) + named + likely
         exact = list(dict.fromkeys(exact))
-        words = tokens(question)
         wanted = content(words)
         scores = index.retriever.scores(words)
         order = np.argsort(-scores)[:50]
