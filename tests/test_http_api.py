@@ -126,11 +126,11 @@ def test_readyz_reports_an_index_that_no_longer_matches_the_kb(explainer, index_
     shutil.copytree(index_dir, copied)
     stale = Explainer(kb_dir=kb_dir, index_dir=copied, index_policy="refuse", encoder=explainer.encoder)
     with serve(stale) as running:
-        assert httpx.get(f"{running.url}/readyz").status_code == 200
+        assert httpx.get(f"{running.url}/readyz", timeout=60).status_code == 200
         meta = json.loads((copied / "meta.json").read_text())
         meta["kb_digest"] = "0" * 64
         (copied / "meta.json").write_text(json.dumps(meta))
-        response = httpx.get(f"{running.url}/readyz")
+        response = httpx.get(f"{running.url}/readyz", timeout=60)
     assert response.status_code == 503
     assert "knowledge base changed" in response.json()["problem"]
 
@@ -159,8 +159,8 @@ def test_readyz_is_503_when_the_index_cannot_be_loaded(explainer, kb_dir, tmp_pa
         report = _readyz_once_loaded(running.url).json()
         assert report["ready"] is False and "no index" in report["problem"]
         # The regex tier still answers; a line that needs the semantic tier gets a clear 503.
-        assert httpx.post(f"{running.url}/v1/explain", json={"lines": [CDB_LINE]}).status_code == 200
-        refused = httpx.post(f"{running.url}/v1/explain", json={"lines": [UNRELATED_LINE]})
+        assert httpx.post(f"{running.url}/v1/explain", timeout=60, json={"lines": [CDB_LINE]}).status_code == 200
+        refused = httpx.post(f"{running.url}/v1/explain", timeout=60, json={"lines": [UNRELATED_LINE]})
         assert refused.status_code == 503 and "index build" in refused.json()["detail"]
         # Clients are not told where the server keeps its files.
         for text in (json.dumps(report), refused.text):
@@ -176,7 +176,7 @@ def test_a_zero_byte_index_file_is_a_503_json_with_a_reason_and_no_path(explaine
         response = _readyz_once_loaded(running.url)
         assert response.status_code == 503 and response.headers["content-type"].startswith("application/json")
         assert "checksum" in response.json()["problem"] and str(tmp_path) not in response.text
-        refused = httpx.post(f"{running.url}/v1/explain", json={"lines": [UNRELATED_LINE]})
+        refused = httpx.post(f"{running.url}/v1/explain", timeout=60, json={"lines": [UNRELATED_LINE]})
         assert refused.status_code == 503 and refused.headers["content-type"].startswith("application/json")
         assert "corrupt" in refused.json()["detail"] and str(tmp_path) not in refused.text
 
@@ -232,7 +232,7 @@ def test_pages_are_local_only_and_locked_down_by_csp(client):
 
 def test_bearer_token_guards_the_api_but_not_probes_or_page(explainer):
     settings = Settings(kb_dir=explainer.kb_dir, index_dir=explainer.index_dir, api_token="s3cret")
-    with serve(explainer, settings) as running, httpx.Client(base_url=running.url) as c:
+    with serve(explainer, settings) as running, httpx.Client(base_url=running.url, timeout=60) as c:
         denied = c.get("/v1/explain", params={"line": CDB_LINE})
         assert denied.status_code == 401 and denied.headers["www-authenticate"] == "Bearer"
         assert "Authorization: Bearer" in denied.json()["detail"]
@@ -246,11 +246,11 @@ def test_bearer_token_guards_the_api_but_not_probes_or_page(explainer):
 def test_cors_allows_only_configured_origins(explainer, server):
     settings = Settings(kb_dir=explainer.kb_dir, index_dir=explainer.index_dir, cors_origins=("https://ops.example",))
     with serve(explainer, settings) as running:
-        allowed = httpx.get(f"{running.url}/v1/patterns", headers={"Origin": "https://ops.example"})
-        other = httpx.get(f"{running.url}/v1/patterns", headers={"Origin": "https://evil.example"})
+        allowed = httpx.get(f"{running.url}/v1/patterns", timeout=60, headers={"Origin": "https://ops.example"})
+        other = httpx.get(f"{running.url}/v1/patterns", timeout=60, headers={"Origin": "https://evil.example"})
     assert allowed.headers["access-control-allow-origin"] == "https://ops.example"
     assert "access-control-allow-origin" not in other.headers
-    default = httpx.get(f"{server.url}/v1/patterns", headers={"Origin": "https://ops.example"})
+    default = httpx.get(f"{server.url}/v1/patterns", timeout=60, headers={"Origin": "https://ops.example"})
     assert "access-control-allow-origin" not in default.headers
 
 

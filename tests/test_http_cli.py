@@ -77,7 +77,7 @@ def _start(kb_dir: Path, index_dir: Path, *extra: str) -> tuple[subprocess.Popen
     while time.monotonic() < deadline:
         assert process.poll() is None, process.stdout.read()
         try:
-            if httpx.get(f"{url}/readyz").status_code == 200:
+            if httpx.get(f"{url}/readyz", timeout=60).status_code == 200:
                 return process, url
         except httpx.TransportError:
             pass
@@ -95,11 +95,11 @@ def _stop(process: subprocess.Popen) -> None:
 def test_serve_command_answers_over_http(kb_dir, index_dir):
     process, url = _start(kb_dir, index_dir)
     try:
-        answer = httpx.get(f"{url}/v1/explain", params={"line": CDB_LINE}).json()
+        answer = httpx.get(f"{url}/v1/explain", timeout=60, params={"line": CDB_LINE}).json()
         assert answer["pattern_id"] == "deepspeed.comm.cdb_none"
         unknown = httpx.post(f"{url}/v1/explain", json={"lines": [UNRELATED_LINE]}, timeout=60).json()["answers"][0]
         assert unknown["known"] is False and unknown["candidates"]
-        assert httpx.get(f"{url}/").status_code == 200
+        assert httpx.get(f"{url}/", timeout=60).status_code == 200
     finally:
         _stop(process)
 
@@ -108,8 +108,8 @@ def test_two_workers_share_one_metrics_view(kb_dir, index_dir):
     process, url = _start(kb_dir, index_dir, "--workers", "2")
     try:
         for _ in range(20):  # a new connection each time, spread over both workers
-            httpx.get(f"{url}/v1/explain", params={"line": CDB_LINE})
-        metrics = httpx.get(f"{url}/metrics").text
+            httpx.get(f"{url}/v1/explain", timeout=60, params={"line": CDB_LINE})
+        metrics = httpx.get(f"{url}/metrics", timeout=60).text
         regex = [line for line in metrics.splitlines() if line.startswith('explainlog_answers_total{tier="regex"}')]
         assert regex and float(regex[0].rsplit(" ", 1)[1]) == 20.0
     finally:

@@ -52,7 +52,7 @@ def test_a_one_megabyte_line_is_refused_with_the_line_limit(client):
 
 def test_a_body_over_the_size_limit_is_refused_while_reading(explainer):
     settings = Settings(kb_dir=explainer.kb_dir, index_dir=explainer.index_dir, max_body_bytes=1000)
-    with serve(explainer, settings) as running, httpx.Client(base_url=running.url) as c:
+    with serve(explainer, settings) as running, httpx.Client(base_url=running.url, timeout=60) as c:
         declared = _error(c.post("/v1/explain", json={"text": "z" * 5000}), 413, "body_too_large")
         assert declared["limit"] == 1000 and "limit is 1000 bytes" in declared["detail"]
 
@@ -166,7 +166,7 @@ def test_a_client_over_the_rate_limit_gets_429_with_retry_after_and_others_do_no
     settings = Settings(kb_dir=explainer.kb_dir, index_dir=explainer.index_dir, rate_limit=0.01, rate_burst=3,
                         client_header="X-Forwarded-For")
     first, second = {"X-Forwarded-For": "10.0.0.1"}, {"X-Forwarded-For": "10.0.0.2, 10.9.9.9"}
-    with serve(explainer, settings) as running, httpx.Client(base_url=running.url) as c:
+    with serve(explainer, settings) as running, httpx.Client(base_url=running.url, timeout=60) as c:
         codes = [c.get("/v1/explain", params={"line": CDB_LINE}, headers=first).status_code for _ in range(3)]
         assert codes == [200, 200, 200]
         refused = c.post("/v1/explain", json={"lines": [CDB_LINE]}, headers=first)
