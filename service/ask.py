@@ -81,10 +81,19 @@ init_process_group expandable_segments max_split_size_mb pytorch_cuda_alloc_conf
 WEAK_DOMAIN = frozenset("gpu gpus 超时 显卡 节点 卡死 oom 推理 算力 epoch checkpoint".split())
 
 
+# How Chinese engineers count and number GPUs: "8张卡", "四张显卡", "4,5,6,7号卡", "两块卡"
+# (the segmenter splits them into a number, a measure word and 卡, so they are found in the
+# joined words; "张卡片" is a card of another kind)
+GPU_COUNT_ZH = re.compile(r"[0-9零一二两三四五六七八九十几多每单双]+[张号块](?:显)?卡(?!片)")
+
+
 def in_domain(words: list[str]) -> bool:
-    """Whether a question's words place it in this KB's domain (``DOMAIN``, ``WEAK_DOMAIN``)."""
+    """Whether a question's words place it in this KB's domain (``DOMAIN``, ``WEAK_DOMAIN``,
+    ``GPU_COUNT_ZH``)."""
     found = {w for w in words if w in DOMAIN}
-    return bool(found - WEAK_DOMAIN) or len(found) >= 2
+    if bool(found - WEAK_DOMAIN) or len(found) >= 2:
+        return True
+    return bool(GPU_COUNT_ZH.search("".join(words)))
 
 
 MIN_BM25 = 4.0
@@ -221,7 +230,11 @@ def _asked_regex(phrase: str) -> re.Pattern:
                 latin_pair = not CJK.match(prev) and not CJK.match(part)
                 out += r"[\s_-]*" if latin_pair else r"[^\s，。,.;；:：？?！!]{0,3}?\s*"
             out += re.escape(part)
-        rx = _NAME_RX[key] = re.compile(r"(?<![a-z0-9_])" + out + r"(?![a-z0-9_])")
+        # word boundaries only where the phrase starts or ends with a Latin word: "号卡" is
+        # said right after a digit ("4,5,6,7号卡")
+        before = "" if CJK.match(parts[0]) else r"(?<![a-z0-9_])"
+        after = "" if CJK.match(parts[-1]) else r"(?![a-z0-9_])"
+        rx = _NAME_RX[key] = re.compile(before + out + after)
     return rx
 
 

@@ -283,6 +283,10 @@ def test_an_asked_phrase_names_its_entry(asker):
 
     assert not _asked_regex("NCCL 超时").search("nccl 能用，超时时间怎么设")
     assert not _asked_regex("collective timeout").search("collective timeouts")
+    # a phrase that starts with Chinese is found right after a digit ("4,5,6,7号卡"); one
+    # that starts with a Latin word still needs a word boundary
+    assert _asked_regex("号卡").search("设置了4,5,6,7号卡") and _asked_regex("号卡").search("几号卡")
+    assert not _asked_regex("dump on timeout").search("xdump on timeout")
 
 
 def test_how_to_set_a_concept_answers_with_its_variable_first(asker):
@@ -426,6 +430,19 @@ def test_dotted_names_count_as_their_words():
     assert {"torch", "distributed", "init", "process", "group"} <= set(words) and in_domain(words)
     assert "2.18.1" in tokens("NCCL 2.18.1") and "18" not in tokens("NCCL 2.18.1")
     assert not in_domain(tokens("GPU 占用率很高")) and in_domain(tokens("GPU 训练时 OOM"))
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("设置了4,5,6,7号卡，还是在前四张卡上运行", True),
+    ("每个节点有8张卡，能否只用其中的两块显卡", True),
+    ("几号卡报错了", True),
+    ("买了三张卡片，怎么打印", False),
+    ("手机号卡怎么注销", False),
+])
+def test_numbered_and_counted_gpus_place_a_chinese_question_in_the_domain(question, expected):
+    from service.ask import in_domain, tokens
+
+    assert in_domain(tokens(question)) is expected
 
 
 def test_names_inside_a_quoted_message_are_the_messages(asker):
