@@ -96,6 +96,26 @@ def in_domain(words: list[str]) -> bool:
     return bool(GPU_COUNT_ZH.search("".join(words)))
 
 
+# Other deep-learning frameworks and cluster software this KB does not cover: a question that
+# names one and none of the software the KB covers is not this KB's ("PaddlePaddle 训练时单卡比8卡
+# 快", "nvidia.com/gpu 超过 1 时 pod 一直 Pending") however many GPU words it has.
+FOREIGN = frozenset("""
+tensorflow tf keras paddle paddlepaddle mxnet jax flax mindspore caffe theano onnxruntime tensorrt
+kubernetes k8s kubectl pod pods helm yarn
+""".split())
+OWN = frozenset("""
+nccl rccl torch pytorch torchrun c10d gloo deepspeed megatron megatron-lm accelerate transformers
+mmengine xtuner lightning slurm srun sbatch infiniband roce rdma mlx5 ibverbs
+""".split())
+TIME_OUT = re.compile(r"(?i)\btime[ \t-]out\b")  # "nccl time out"
+
+
+def foreign(words: list[str]) -> bool:
+    """Whether a question is about other software (``FOREIGN``) and names none the KB covers."""
+    found = set(words)
+    return bool(found & FOREIGN) and not found & OWN
+
+
 MIN_BM25 = 4.0
 COVERAGE = 0.5
 MIN_COSINE = 0.62
@@ -141,7 +161,10 @@ def _name_regex(name: str) -> re.Pattern:
 QUOTES = re.compile(r"(?:[\"`‘“「『]|(?<![A-Za-z])')([^\"`’”」』\n]{12,400}?)(?:[\"`’”」』]|'(?![A-Za-z]))")
 LOG_ANCHOR = re.compile(
     r"\b(?:NCCL|RCCL) (?:INFO|WARN|ERROR)\b|\b[A-Z][A-Za-z]*(?:Error|Exception|Warning)\b:|"
-    r"\[(?:E|W|I)\d{3,4} |\b(?:ERROR|WARNING|CRITICAL)\b|\bslurmstepd\b|\bsrun: ")
+    r"\[(?:E|W|I)\d{3,4} |\b(?:ERROR|WARNING|CRITICAL)\b|\bslurmstepd\b|\bsrun: |"
+    # a C function's name before its message, as NCCL and the verbs tools print them
+    # ("socketStartConnect: exceeded timeouts (3)", "ncclCommInitRank: ...")
+    r"^[a-z]+[A-Z][A-Za-z0-9]*(?:\(\))?: (?=\S)")
 # the asker's own sentences ("I don't know which port it's on"), not a message they quote
 PROSE_START = re.compile(r"(?:i|i'm|i've|we|my|our|you|it's|this|that|there|but|and|so|however|also|"
                          r"when|if|after|before|then|thanks|please)\b", re.I)
@@ -194,8 +217,11 @@ def quoted_pieces(question: str, limit: int = 8) -> list[str]:
                     end = starts[k + 1] if k + 1 < len(starts) else len(part)
                     if (start, end) != (0, len(part)):
                         found.append((at + start, re.sub(r"\s*\[\d*\]?\s*$", "", part[start:end])))
+    # what a C++ exception says ("what():  NCCL Error 1: unhandled cuda error") is the message;
+    # the "terminate called after throwing an instance of ..." line around it only wraps it
+    whats = [m.end() for m in re.finditer(r"what\(\):", question)]
     out: list[str] = []
-    for _, piece in sorted(found, key=lambda f: f[0]):
+    for _, piece in sorted(found, key=lambda f: (not any(0 <= f[0] - w <= 4 for w in whats), f[0])):
         piece = piece.strip()
         if piece != question.strip() and _message_like(piece) and piece not in out:
             out.append(piece)
@@ -484,6 +510,7 @@ class Asker:
                 continue
             for m in _name_regex(name).finditer(low):
                 spans += [(m.start(), m.end(), i) for i in concept_ids]
+        by_phrase: set[tuple[int, int, int]] = set()
         for phrase, entry_ids in index.asked:
             # "端口被占用" (port in use) is said of any server: a phrase without a word of this
             # domain names an entry only in a question that has one ("torchrun 报端口被占用")
@@ -491,6 +518,7 @@ class Asker:
                 continue
             for m in _asked_regex(phrase).finditer(low):
                 spans += [(m.start(), m.end(), i) for i in entry_ids]
+                by_phrase.update((m.start(), m.end(), i) for i in entry_ids)
         # a match inside a longer one is the longer one's word ("ZeRO" in "ZeRO-3 offload"); a
         # name inside a message the question quotes is the message's ("world_size" in
         # "train_batch_size is not equal to ... * world_size")
@@ -514,7 +542,14 @@ class Asker:
                            for s2, _, j in kept)
             if not modifier:
                 heads.setdefault(i, set()).add(start)
-        return sorted(first, key=lambda i: (-len(heads.get(i, ())), -len(mentions[i]), first[i]))
+        # a variable the question names comes before one it only describes by an asked
+        # phrase: "dump the topology file with NCCL_TOPO_DUMP_FILE" is about
+        # NCCL_TOPO_DUMP_FILE, not NCCL_TOPO_FILE ("topology file")
+        named = {sp[2] for sp in kept if sp not in by_phrase}
+        described = {i for i in first if i not in named and index.docs[i].kind == "variable"}
+        if not any(index.docs[i].kind == "variable" for i in named):
+            described = set()
+        return sorted(first, key=lambda i: (i in described, -len(heads.get(i, ())), -len(mentions[i]), first[i]))
 
     def _setting_for(self, index: _Index, question: str, named: list[int]) -> list[int]:
         """"How do I choose ring or tree?" asks for the knob, not the concept: when the question
@@ -637,8 +672,10 @@ class Asker:
         if not question:
             return result
         index = self.index()
+        # "nccl time out" is "nccl timeout"; the same length, so spans found in one are the other's
+        question = TIME_OUT.sub(lambda m: "timeout" + " " * (len(m.group(0)) - 7), question)
         words = tokens(question)
-        domain = in_domain(words)
+        domain = in_domain(words) and not foreign(words)
         sure, likely, inside = self._quoted(index, question, domain)
         named = self._exact(index, question, in_domain=domain, skip=inside)
         exact = sure + self._setting_for(index, question, named) + named + likely
@@ -669,6 +706,8 @@ class Asker:
             return sum(1 for w in set(wanted) if w in index.doc_tokens[i]) / len(set(wanted))
 
         known = bool(exact)
+        if not known and foreign(words):
+            return result
         if not known and any(not self._known_name(index, m.group(0)) for m in ENV_NAME.finditer(question)):
             # the question is about a variable the KB does not know (CUDA_DEVICE_MAX_COUNT):
             # the nearest other variable is no answer

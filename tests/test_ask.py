@@ -364,6 +364,9 @@ def test_a_variable_asked_phrase_names_it_and_kb_check_guards_it(small_kb, tmp_p
     asker = Asker(kb, load_kb_cached(kb), default_encoder(), tmp_path_factory.mktemp("varaskcache"))
     got = asker.ask("which RoCE address index should a multi-node NCCL job use?")
     assert got["answers"][0]["id"] == "NCCL_IB_GID_INDEX"
+    # a variable named by its name comes before one the question only describes
+    got = asker.ask("I read about the RoCE address index; does NCCL_P2P_DISABLE=1 change it?")
+    assert [a["id"] for a in got["answers"][:2]] == ["NCCL_P2P_DISABLE", "NCCL_IB_GID_INDEX"]
     _, findings = run_checks(kb)
     assert [str(f) for f in findings] == []
     rows[1]["asked"] = ["LL128"]  # a concept's name names the concept
@@ -469,3 +472,24 @@ def test_other_softwares_messages_are_not_answered_by_record_words(explainer, tm
 
     asker = Asker(explainer.kb_dir, explainer.kb, None, tmp_path_factory.mktemp("realask"), explainer=explainer)
     assert asker.ask(question)["known"] is False
+
+
+def test_time_out_other_software_and_cpp_exceptions(asker):
+    """"nccl time out" is "nccl timeout"; a question about another framework or cluster
+    software that names none the KB covers is declined; a C function's name before a message
+    marks it as one; what a C++ exception says comes before the "terminate called" wrapper."""
+    from service.ask import foreign, quoted_pieces, tokens
+
+    assert asker.ask("训练时报 collective time out，怎么办")["answers"][0]["id"] == "demo.watchdog_timeout"
+    assert asker.ask("why does torchrun report a collective time-out?")["answers"][0]["id"] == "demo.watchdog_timeout"
+    assert foreign(tokens("PaddlePaddle 0.11.0，P40卡，训练时单卡比8卡快是什么原因？"))
+    assert foreign(tokens("nvidia.com/gpu 值超过1，pod 的状态就一直为 Pending"))
+    assert not foreign(tokens("k8s pod 里 torchrun 启动后 NCCL 超时"))
+    # "stuck forever" names the watchdog entry in a training question, not in Paddle's
+    assert asker.ask("多卡训练 stuck forever")["answers"][0]["id"] == "demo.watchdog_timeout"
+    assert asker.ask("PaddlePaddle 多卡训练 stuck forever")["known"] is False
+    assert quoted_pieces("socketStartConnect: exceeded timeouts (3)\n\n你好，两机16卡可以，4机32卡报错") == \
+        ["socketStartConnect: exceeded timeouts (3)"]
+    pieces = quoted_pieces("报错\nterminate called after throwing an instance of 'std::runtime_error'\n"
+                           "  what():  NCCL Error 1: unhandled cuda error")
+    assert pieces[0] == "NCCL Error 1: unhandled cuda error" and pieces[1].startswith("terminate called")
