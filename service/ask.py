@@ -27,6 +27,7 @@ model (``MIN_COSINE``). The thresholds were set on the labelled questions of
 from __future__ import annotations
 
 import functools
+import bisect
 import hashlib
 import pickle
 import re
@@ -373,6 +374,9 @@ class _Index:
     exact: dict[str, list[int]]
     concept_names: list[tuple[str, list[int]]] = field(default_factory=list)
     asked: list[tuple[str, list[int]]] = field(default_factory=list)  # phrase -> entries
+    examples: str = ""  # the example lines of entries and records, lower-case, one per line
+    example_starts: list[int] = field(default_factory=list)  # where each example starts in it
+    example_docs: list[int] = field(default_factory=list)  # and the document it is of
     embedded: list[int] = field(default_factory=list)  # docs that have vectors, in order
     vectors: np.ndarray | None = None
 
@@ -401,8 +405,8 @@ class Asker:
         self._lock = threading.Lock()
 
     # ---- the index: BM25 over every document, vectors for the small kinds ------------------
-    def _key(self) -> str:  # v4: dotted names split into words
-        return hashlib.sha256(("ask-v4\0" + self.kb.digest).encode()).hexdigest()[:20]
+    def _key(self) -> str:  # v5: example lines, for messages quoted in part
+        return hashlib.sha256(("ask-v5\0" + self.kb.digest).encode()).hexdigest()[:20]
 
     def index(self) -> _Index:
         with self._lock:
@@ -435,6 +439,23 @@ class Asker:
                 asked.setdefault(phrase.lower(), []).append(i)
         index = _Index(docs, retriever, [frozenset(c) for c in corpus], exact, sorted(grouped.items()),
                        asked=sorted(asked.items()))
+        entries = self.kb.by_id()
+        lines: list[str] = []
+        at = 0
+        for i, d in enumerate(docs):
+            if d.kind == "entry" and d.id in entries:
+                examples = [x.line for x in entries[d.id].entry.examples]
+            elif d.kind == "record" and d.id in self.kb.records:
+                examples = [self.kb.records[d.id].example.line]
+            else:
+                continue
+            for line in examples:
+                line = " ".join(line.lower().split())
+                index.example_starts.append(at)
+                index.example_docs.append(i)
+                lines.append(line)
+                at += len(line) + 1
+        index.examples = "\n".join(lines)
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
             tmp = cache.with_suffix(".tmp")
@@ -617,6 +638,8 @@ class Asker:
         inside: list[tuple[int, int]] = []
         for k, answer in enumerate(answers):
             if not answer.get("known") or not answer.get("pattern_id"):
+                if k < len(pieces):
+                    self._cut_short(index, question, pieces[k], sure, likely, inside)
                 continue
             whole = k == len(pieces)
             if answer.get("tier") == "semantic" and not domain:
@@ -641,6 +664,33 @@ class Asker:
                 if at >= 0:
                     inside.append((at, at + len(pieces[k])))
         return sure, likely, inside
+
+    @staticmethod
+    def _cut_short(index: _Index, question: str, piece: str, sure: list[int], likely: list[int],
+                   inside: list[tuple[int, int]]) -> None:
+        """A message the question quotes only in part ("Warning: find_unused_parameters=True
+        was specified in DDP constructor..."), which no pattern takes: the entries and records
+        one of whose example lines holds the piece word for word, when it is long enough to say
+        which (five words or more); an entry's before a record's."""
+        text = " ".join(re.sub(r"(?:\.\.\.|…)+\s*$", "", piece).lower().split()).strip(" \"'`")
+        if len(re.findall(r"[a-z][a-z0-9_'-]*", text)) < 5 or not index.examples:
+            return
+        hits: list[int] = []
+        at = index.examples.find(text)
+        while at >= 0 and len(hits) < 8:
+            if at == 0 or not index.examples[at - 1].isalnum():
+                j = bisect.bisect_right(index.example_starts, at) - 1
+                hits.append(index.example_docs[j])
+            at = index.examples.find(text, at + 1)
+        if not hits:
+            return
+        for i in dict.fromkeys(hits):
+            to = sure if index.docs[i].kind == "entry" else likely
+            if i not in sure and i not in likely:
+                to.append(i)
+        start = question.find(piece)
+        if start >= 0:
+            inside.append((start, start + len(piece)))
 
     @staticmethod
     def _known_name(index: _Index, name: str) -> bool:

@@ -493,3 +493,19 @@ def test_time_out_other_software_and_cpp_exceptions(asker):
     pieces = quoted_pieces("报错\nterminate called after throwing an instance of 'std::runtime_error'\n"
                            "  what():  NCCL Error 1: unhandled cuda error")
     assert pieces[0] == "NCCL Error 1: unhandled cuda error" and pieces[1].startswith("terminate called")
+
+
+def test_a_message_quoted_in_part_finds_the_entry_whose_example_holds_it(asker):
+    """A quoted message cut short ("...") that no pattern takes is found in the example lines:
+    five words or more, from a word's start; its span then belongs to the message."""
+    index = asker.index()
+    question = 'Why do I get "Watchdog caught collective operation timeout..." after 30 minutes?'
+    piece = "Watchdog caught collective operation timeout..."
+    sure, likely, inside = [], [], []
+    asker._cut_short(index, question, piece, sure, likely, inside)
+    assert [index.docs[i].id for i in sure] == ["demo.watchdog_timeout"] and likely == []
+    assert inside == [(question.find(piece), question.find(piece) + len(piece))]
+    for short in ("collective operation timeout", "atchdog caught collective operation timeout", "the watchdog caught it"):
+        sure, likely, inside = [], [], []
+        asker._cut_short(index, question, short, sure, likely, inside)
+        assert (sure, likely, inside) == ([], [], []), short
