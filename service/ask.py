@@ -515,6 +515,12 @@ class Asker:
                 spans.append((m.start(), m.end(), i))
         words = tokens(question)
         segmented = "\0" + "\0".join(words) + "\0"
+        # a snake_case name the KB does not know is a list of words ("deepspeed_zero3_offload",
+        # "adam_offload"): concept names are found in its parts (the same length, so spans hold)
+        snake = low
+        for m in NAME_TOKEN.finditer(question):
+            if m.group(0).lower() not in index.exact and not ENV_NAME.fullmatch(m.group(0)):
+                snake = snake[:m.start()] + m.group(0).lower().replace("_", " ") + snake[m.end():]
         for name, concept_ids in index.concept_names:
             if CJK.search(name):
                 # a name of three or more Chinese characters is specific enough to be found
@@ -529,7 +535,7 @@ class Asker:
                     start = pos if pos >= 0 else len(low)
                     spans += [(start, start + len(name), i) for i in concept_ids]
                 continue
-            for m in _name_regex(name).finditer(low):
+            for m in _name_regex(name).finditer(snake):
                 spans += [(m.start(), m.end(), i) for i in concept_ids]
         by_phrase: set[tuple[int, int, int]] = set()
         for phrase, entry_ids in index.asked:

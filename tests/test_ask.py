@@ -509,3 +509,12 @@ def test_a_message_quoted_in_part_finds_the_entry_whose_example_holds_it(asker):
         sure, likely, inside = [], [], []
         asker._cut_short(index, question, short, sure, likely, inside)
         assert (sure, likely, inside) == ([], [], []), short
+
+
+def test_a_snake_case_name_the_kb_does_not_know_is_read_as_words(asker):
+    """"deepspeed_zero3_offload" names ZeRO-3 and offload; a name the KB knows keeps its
+    parts to itself (NCCL_PROTO is a variable, not the LL protocol's words)."""
+    got = asker.ask("my bench_ll128_small config is slow, why?")
+    assert got["known"] and got["answers"][0]["id"] == "concept.nccl_proto_ll128"
+    got = asker.ask("what does NCCL_PROTO do?")
+    assert got["answers"][0]["id"] == "NCCL_PROTO"
