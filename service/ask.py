@@ -92,7 +92,8 @@ def in_domain(words: list[str]) -> bool:
     """Whether a question's words place it in this KB's domain (``DOMAIN``, ``WEAK_DOMAIN``,
     ``GPU_COUNT_ZH``)."""
     found = {w for w in words if w in DOMAIN}
-    if bool(found - WEAK_DOMAIN) or len(found) >= 2:
+    # "GPU memory of all GPUs" says one weak word twice
+    if bool(found - WEAK_DOMAIN) or len({w.removesuffix("s") for w in found}) >= 2:
         return True
     return bool(GPU_COUNT_ZH.search("".join(words)))
 
@@ -665,7 +666,9 @@ class Asker:
                     found = True
                     if i not in sure and i not in likely:
                         to.append(i)
-            if found and not whole:
+            # the names inside a piece are the message's when a pattern took the piece; the
+            # model's nearest record says too little ("--master_addr=xxx --master_port=yyy")
+            if found and not whole and answer.get("tier") != "semantic":
                 at = question.find(pieces[k])
                 if at >= 0:
                     inside.append((at, at + len(pieces[k])))
@@ -731,7 +734,10 @@ class Asker:
         # "nccl time out" is "nccl timeout"; the same length, so spans found in one are the other's
         question = TIME_OUT.sub(lambda m: "timeout" + " " * (len(m.group(0)) - 7), question)
         words = tokens(question)
-        domain = in_domain(words) and not foreign(words)
+        # a question that names a variable the KB knows (master_port) is of this domain
+        names_variable = any(index.docs[i].kind == "variable"
+                             for m in NAME_TOKEN.finditer(question) for i in index.exact.get(m.group(0).lower(), []))
+        domain = (in_domain(words) or names_variable) and not foreign(words)
         sure, likely, inside = self._quoted(index, question, domain)
         named = self._exact(index, question, in_domain=domain, skip=inside)
         exact = sure + self._setting_for(index, question, named) + named + likely

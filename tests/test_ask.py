@@ -433,6 +433,8 @@ def test_dotted_names_count_as_their_words():
     assert {"torch", "distributed", "init", "process", "group"} <= set(words) and in_domain(words)
     assert "2.18.1" in tokens("NCCL 2.18.1") and "18" not in tokens("NCCL 2.18.1")
     assert not in_domain(tokens("GPU 占用率很高")) and in_domain(tokens("GPU 训练时 OOM"))
+    # one weak word said twice is still one
+    assert not in_domain(tokens("But it still occupies all of the GPU memory of all GPUs"))
 
 
 @pytest.mark.parametrize("question, expected", [
