@@ -26,8 +26,8 @@ model (``MIN_COSINE``). The thresholds were set on the labelled questions of
 
 from __future__ import annotations
 
-import functools
 import bisect
+import functools
 import hashlib
 import pickle
 import re
