@@ -602,7 +602,8 @@ def test_hsa_runtime_status_texts_and_stderr_reports():
 
 def test_wheel_project_reads_each_release_directory_and_keeps_only_its_files(tmp_path):
     """transformers is read from unpacked release wheels: a message's versions are the release
-    directories that print it, and files outside the chosen modules are not read."""
+    directories that print it; the TensorFlow/Flax halves and the model families not chosen
+    are not read; a message printed by several modules is placed at the shallowest one."""
     from indexer.catalog.run import build_wheel_project
     from indexer.catalog.spec import WHEEL_PROJECTS
 
@@ -610,16 +611,23 @@ def test_wheel_project_reads_each_release_directory_and_keeps_only_its_files(tmp
     trainer_new = trainer_old + 'def save():\n    logger.info(f"Saving model checkpoint to {output_dir}")\n'
     for version, text in (("4.30.2", trainer_old), ("4.46.3", trainer_new)):
         pkg = tmp_path / version / "transformers"
-        (pkg / "models" / "bert").mkdir(parents=True)
+        for d in ("models/bert", "models/whisper", "integrations", "generation"):
+            (pkg / d).mkdir(parents=True)
         (pkg / "trainer.py").write_text(text)
         (pkg / "trainer_tf.py").write_text('logger.warning("TensorFlow trainer only")\n')
+        (pkg / "generation" / "flax_utils.py").write_text('logger.warning("Flax generation only")\n')
         (pkg / "models" / "bert" / "modeling_bert.py").write_text('logger.warning("a model file")\n')
+        (pkg / "models" / "whisper" / "modeling_whisper.py").write_text('logger.warning("a family not read")\n')
+        (pkg / "integrations" / "tpu.py").write_text('logger.info(f"Saving model checkpoint to {output_dir}")\n')
     records, manifest = build_wheel_project(WHEEL_PROJECTS["transformers-wheels"], str(tmp_path), {})
     by_format = {r["format"]: r for r in records}
-    assert set(by_format) == {"Gradient accumulation steps mismatch", "Saving model checkpoint to {output_dir}"}
+    assert set(by_format) == {"Gradient accumulation steps mismatch", "Saving model checkpoint to {output_dir}",
+                              "a model file"}
     assert by_format["Gradient accumulation steps mismatch"]["versions"] == ["v4.30.2", "v4.46.3"]
     assert by_format["Gradient accumulation steps mismatch"]["level"] == "warning"
-    assert by_format["Saving model checkpoint to {output_dir}"]["versions"] == ["v4.46.3"]
+    saving = by_format["Saving model checkpoint to {output_dir}"]
+    assert saving["versions"] == ["v4.30.2", "v4.46.3"]  # tpu.py prints it in both
+    assert saving["file"] == "transformers/trainer.py" and saving["also_in"] == ["transformers/integrations/tpu.py"]
     assert all(r["component"] == "transformers" and r["repo"] == "huggingface/transformers" for r in records)
     assert [m["version"] for m in manifest] == ["v4.30.2", "v4.46.3"]
 
@@ -782,6 +790,42 @@ def test_amdgpu_files_print_with_amdgpus_dev_fmt():
     occ = linux_file("drivers/gpu/drm/amd/amdgpu/amdgpu_device.c",
                      'void f(struct amdgpu_device *adev) { dev_info(adev->dev, "GPU reset begin!\\n"); }')
     assert re2.compile(to_pattern(list(occ[0].pieces))[0]).search("amdgpu 0000:08:00.0: amdgpu: GPU reset begin!")
+
+
+def test_kernel_printk_levels_string_macros_and_module_names():
+    """printk(KERN_CRIT "...") is a message at that level and a bare printk (a continuation)
+    is not; HW_ERR prints "[Hardware Error]: "; a built-in object's KBUILD_MODNAME is its file's
+    name (traps.c prints "traps: "), and the machine-check files take "mce: " from the header
+    they include."""
+    from indexer.catalog.extract import linux_file
+
+    src = textwrap.dedent('''
+        #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+        static void f(int cpu, int pct)
+        {
+            printk(KERN_CRIT "CPU#%d Utilization every %llus during lockup:\\n", cpu, s);
+            printk("continued %d\\n", cpu);
+            printk(level, "level in a variable %d\\n", cpu);
+            pr_info("%s[%d] general protection fault ip:%lx sp:%lx error:%lx", comm, pid, ip, sp, err);
+        }
+    ''')
+    occ = linux_file("arch/x86/kernel/traps.c", src)
+    assert [(o.kind, o.level) for o in occ] == [("printk", "fatal"), ("pr_info", "info")]
+    rx = [re2.compile(to_pattern(list(o.pieces))[0]) for o in occ]
+    assert rx[0].search("CPU#3 Utilization every 4s during lockup:")
+    assert not str(occ[0].pieces[0]).startswith("traps")  # printk does not apply pr_fmt
+    assert "traps: " in occ[1].pieces[0]
+    assert rx[1].search("traps: python[4242] general protection fault ip:7f3a sp:7ffd error:0")
+    mce = linux_file("arch/x86/kernel/cpu/mce/core.c",
+                     'static void p(struct mce *m) { pr_emerg(HW_ERR "CPU %d: Machine Check: %Lx Bank %d: %016Lx\\n",'
+                     ' m->extcpu, m->mcgstatus, m->bank, m->status); }')
+    m = re2.compile(to_pattern(list(mce[0].pieces))[0]).search(
+        "mce: [Hardware Error]: CPU 12: Machine Check: 0 Bank 7: be00000000800400")
+    assert m and m.group("bank") == "7"
+    # a multi-file module's name is not its file's: mlx5 files keep the old reading
+    mlx = linux_file("drivers/net/ethernet/mellanox/mlx5/core/x.c",
+                     '#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt\nvoid f(void) { pr_err("boom %d\\n", 1); }')
+    assert "x: " not in "".join(p for p in mlx[0].pieces if isinstance(p, str))
 
 
 def test_nvidia_64bit_conversion_macros_and_the_pci_address_pair():

@@ -619,30 +619,52 @@ def nvidia_file(path: str, text: str) -> list[Occurrence]:
 LINUX_CALLS = (r"pr_(?:emerg|alert|crit|err|warn|warning|notice|info)|dev_(?:emerg|alert|crit|err|warn|notice|info)"
                r"(?:_ratelimited|_once)?|pci_(?:err|warn|notice|info)|mlx5_core_(?:err|warn|info)(?:_rl)?"
                r"|DRM_(?:ERROR|WARN|INFO)(?:_ONCE|_RATELIMITED)?|netdev_(?:err|warn|notice|info)"
-               r"|ibdev_(?:err|warn|notice|info)(?:_ratelimited)?|mlx5_ib_(?:err|warn|dbg)")
+               r"|ibdev_(?:err|warn|notice|info)(?:_ratelimited)?|mlx5_ib_(?:err|warn|dbg)|printk")
+# printk(KERN_CRIT "fmt", ...): the level is the macro glued to the format (kern_levels.h);
+# a printk without one (a continuation, or a level held in a variable) is not a message's start
+_KERN_LEVEL = re.compile(r"^KERN_(EMERG|ALERT|CRIT|ERR|WARNING|NOTICE|INFO)\s+(?=\S)")
 LINUX_LEVEL = {"emerg": "fatal", "alert": "fatal", "crit": "fatal", "err": "error", "ERROR": "error",
                "warn": "warning", "warning": "warning", "WARN": "warning", "notice": "info", "info": "info",
                "INFO": "info", "dbg": "debug"}
 _KERNEL_P = re.compile(r"%\*p[a-zA-Z]+|%p[A-Za-z][A-Za-z0-9]*")
 
 
+# string macros glued to kernel formats: arch/x86/include/asm/mce.h's HW_ERR (every machine
+# check line), include/linux/printk.h's KERN_CONT (a continuation: nothing printed)
+_KERNEL_STR_MACROS = {"HW_ERR": '"[Hardware Error]: "', "KERN_CONT": '""'}
+_KERNEL_STR_MACRO = re.compile(r"(?<![\w\"])(" + "|".join(_KERNEL_STR_MACROS) + r")(?=\s*\")")
+
+
 def _kernel_printf(fmt_arg: str, rest: list[str]) -> list[Piece] | None:
     # %*pbl takes the width and the pointer: two arguments for one printed text
     def sub(m: re.Match) -> str:
         return "%*s" if m.group(0).startswith("%*") else "%s"
+    fmt_arg = _KERNEL_STR_MACRO.sub(lambda m: _KERNEL_STR_MACROS[m.group(1)], fmt_arg)
     return printf_from_args(_KERNEL_P.sub(sub, fmt_arg), rest)
 
 
-def _file_fmt(text: str, name: str) -> str:
+# files whose pr_fmt comes from a header they include (arch/x86/kernel/cpu/mce/internal.h)
+_HEADER_PR_FMT = {"arch/x86/kernel/cpu/mce/": "mce: "}
+# built-in objects and single-file modules, whose KBUILD_MODNAME is the file's own name
+# (traps.c prints "traps: "); a multi-file module's name (mlx5_core) is not its file's
+_MODNAME_IS_STEM = ("arch/", "kernel/", "mm/", "drivers/pci/", "drivers/edac/", "drivers/iommu/")
+
+
+def _file_fmt(text: str, name: str, path: str = "") -> str:
     m = re.search(rf"#define\s+{name}\(fmt\)\s+((?:\"(?:\\.|[^\"\\])*\"\s*|KBUILD_MODNAME\s*)+)fmt", text)
     if not m:
+        if name == "pr_fmt":
+            return next((v for k, v in _HEADER_PR_FMT.items() if path.startswith(k)), "")
         return ""
-    return "".join(re.findall(r'"((?:\\.|[^"\\])*)"', m.group(1)))
+    body = m.group(1)
+    if path.startswith(_MODNAME_IS_STEM):
+        body = body.replace("KBUILD_MODNAME", '"%s"' % path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    return "".join(re.findall(r'"((?:\\.|[^"\\])*)"', body))
 
 
 def linux_file(path: str, text: str) -> list[Occurrence]:
     src = Source(text)
-    pr_fmt, dev_fmt = _file_fmt(text, "pr_fmt"), _file_fmt(text, "dev_fmt")
+    pr_fmt, dev_fmt = _file_fmt(text, "pr_fmt", path), _file_fmt(text, "dev_fmt", path)
     if path.startswith(("drivers/gpu/drm/amd/amdgpu/", "drivers/gpu/drm/amd/amdkfd/")) and "amdgpu.h" not in path:
         # amdgpu.h sets both for every file that includes it; amdkfd's files reach it through
         # kfd_priv.h (kfd_device.c: "kfd kfd: amdgpu: added device 1002:740f")
@@ -652,11 +674,18 @@ def linux_file(path: str, text: str) -> list[Occurrence]:
     for call in src.calls(LINUX_CALLS):
         name = call.name
         args = [re.sub(r"\\\n\s*", " ", a).strip() for a in call.args]
-        kind = name.split("_")[1] if name.startswith(("pr_", "dev_", "pci_", "DRM_", "netdev_", "ibdev_")) else name.split("_")[2]
+        if name == "printk":
+            m = _KERN_LEVEL.match(args[0]) if args else None
+            if not m:
+                continue
+            kind = m.group(1).lower()
+            args = [args[0][m.end():]] + args[1:]
+        else:
+            kind = name.split("_")[1] if name.startswith(("pr_", "dev_", "pci_", "DRM_", "netdev_", "ibdev_")) else name.split("_")[2]
         level = LINUX_LEVEL.get(kind)
         if level is None:
             continue
-        if name.startswith("pr_") or name.startswith("DRM_"):
+        if name.startswith("pr_") or name.startswith("DRM_") or name == "printk":
             if not args:
                 continue
             fmt_arg, rest = args[0], args[1:]
@@ -669,6 +698,8 @@ def linux_file(path: str, text: str) -> list[Occurrence]:
             continue
         if name.startswith("pr_"):
             head: list[Piece] = [pr_fmt] if pr_fmt else []
+        elif name == "printk":
+            head = []  # printk does not apply pr_fmt
         elif name.startswith("DRM_ERROR"):
             head = ["[drm:", Slot("str", "function"), "] *ERROR* "]
         elif name.startswith("DRM_"):

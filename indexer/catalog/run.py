@@ -302,7 +302,10 @@ def build_wheel_project(project: PyProject, root: str, texts: dict) -> tuple[lis
     dirs = sorted((p for p in Path(root).iterdir() if p.is_dir()), key=lambda p: version_key(p.name))
     for d in dirs:
         tree = directory_tree("v" + d.name, d, project.under, (".py",), f"{project.repo} {d.name} wheel")
-        trees.append(Tree(tree.version, tree.origin, tuple(f for f in tree.files if not project.skip.search(f.path))))
+        # a message printed by several modules is placed at the shallowest: the package's own
+        # module (transformers/trainer.py), not a subpackage's copy (integrations/tpu.py)
+        kept = sorted((f for f in tree.files if not project.skip.search(f.path)), key=lambda f: (f.path.count("/"), f.path))
+        trees.append(Tree(tree.version, tree.origin, tuple(kept)))
     merged = collect(project.component, project.repo, trees, python_extractor(project.dialect))
     records = [to_record(m, texts) for m in merged.values()]
     manifest = [{"repo": project.repo, "version": t.version, "origin": t.origin, "files": len(t.files)}

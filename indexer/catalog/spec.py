@@ -194,15 +194,16 @@ PY_PROJECTS: dict[str, PyProject] = {
 # Projects read from their release wheels (one unpacked wheel per version directory, e.g.
 # ``tf/4.46.3/transformers/...``): too large to mirror with history, and what users run.
 WHEEL_PROJECTS: dict[str, PyProject] = {
-    # transformers: the trainer and its arguments, the deepspeed/fsdp integrations, model
-    # loading and saving, generation, and the availability checks of utils/import_utils
+    # transformers: the whole package as users run it (trainer, arguments, integrations,
+    # loading and saving, generation, tokenizers, data, pipelines, quantizers, utils), the auto
+    # classes and the model families training jobs use most (their copies of the same warning
+    # merge into one record); not the TensorFlow/Flax halves, the test helpers, the kernels,
+    # the agents and tools, or the chat/serve command line
     "transformers-wheels": PyProject(
         "transformers", "huggingface/transformers", lambda versions: versions,
         ("transformers",),
-        re.compile(r"_tf\.py$|^(?!transformers/(?:trainer[^/]*|training_args[^/]*|modeling_utils|configuration_utils"
-                   r"|tokenization_utils_base|dynamic_module_utils|integrations/(?:deepspeed|fsdp|accelerate"
-                   r"|integration_utils|peft|tensor_parallel)|generation/(?:utils|configuration_utils)"
-                   r"|utils/import_utils|utils/hub|modeling_flash_attention_utils)\.py$)"),
+        re.compile(r"_(?:tf|flax)\.py$|/(?:modeling_)?(?:tf|flax)_(?!pytorch_)[^/]*\.py$|/keras_callbacks\.py$|^transformers/(?:testing_utils|kernels/|agents/|tools/|commands/|cli/|models/"
+                   r"(?!(?:auto|llama|mistral|qwen2|gpt2|bert|t5)/))"),
         Dialect(helpers={"warning_advice": Helper(level="warning")}, print_paths=()),
     ),
 }
@@ -286,7 +287,15 @@ NVIDIA_SKIP = re.compile(r"/(?:tests?)/|nv-dsi-parse-panel-props\.c$|nv-(?:gpio|
 # version, e.g. linux/6.12.118/{mm,drivers/...}): the OOM killer, PCI link reports, Mellanox
 # mlx5 (InfiniBand/RoCE NICs) and amdgpu, each filed under the component whose lines it explains
 LINUX_PARTS = {
-    "other": ("mm/oom_kill.c", "drivers/pci/pci.c"),
+    # the kernel lines that end or stall a training node: the OOM killer and the memory
+    # cgroup's report, page allocation failures, soft/hard lockups, hung tasks, RCU stalls,
+    # panics, machine checks and memory failures, PCIe AER/DPC, IOMMU faults, EDAC, x86 traps
+    "other": ("mm/oom_kill.c", "mm/memcontrol.c", "mm/page_alloc.c", "mm/memory-failure.c", "drivers/pci/pci.c",
+              "drivers/pci/pcie/aer.c", "drivers/pci/pcie/dpc.c", "drivers/pci/pcie/err.c", "kernel/watchdog.c",
+              "kernel/watchdog_hld.c", "kernel/watchdog_perf.c", "kernel/hung_task.c", "kernel/rcu/tree_stall.h",
+              "kernel/panic.c", "arch/x86/kernel/cpu/mce/core.c", "arch/x86/kernel/traps.c", "arch/x86/mm/fault.c",
+              "drivers/iommu/intel/dmar.c", "drivers/iommu/amd/iommu.c", "drivers/edac/edac_mc.c",
+              "drivers/edac/ghes_edac.c"),
     "infiniband": ("drivers/net/ethernet/mellanox/mlx5/core", "drivers/infiniband/hw/mlx5"),
     "rocm": ("drivers/gpu/drm/amd/amdgpu", "drivers/gpu/drm/amd/amdkfd", "drivers/gpu/drm/scheduler"),
 }
