@@ -822,6 +822,12 @@ def test_kernel_printk_levels_string_macros_and_module_names():
     m = re2.compile(to_pattern(list(mce[0].pieces))[0]).search(
         "mce: [Hardware Error]: CPU 12: Machine Check: 0 Bank 7: be00000000800400")
     assert m and m.group("bank") == "7"
+    # a pr_fmt redefined further down applies below its definition only (mm/memory-failure.c)
+    mf = linux_file("mm/memory-failure.c", '#define pr_fmt(fmt) "Memory failure: " fmt\n'
+                    'void a(void) { pr_err("%#lx: already hardware poisoned\\n", pfn); }\n'
+                    '#undef pr_fmt\n#define pr_fmt(fmt) "Soft offline: " fmt\n'
+                    'void b(void) { pr_info("%#lx: invalidated\\n", pfn); }\n')
+    assert [o.pieces[0] for o in mf] == ["Memory failure: ", "Soft offline: "]
     # a multi-file module's name is not its file's: mlx5 files keep the old reading
     mlx = linux_file("drivers/net/ethernet/mellanox/mlx5/core/x.c",
                      '#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt\nvoid f(void) { pr_err("boom %d\\n", 1); }')

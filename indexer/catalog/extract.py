@@ -665,6 +665,11 @@ def _file_fmt(text: str, name: str, path: str = "") -> str:
 def linux_file(path: str, text: str) -> list[Occurrence]:
     src = Source(text)
     pr_fmt, dev_fmt = _file_fmt(text, "pr_fmt", path), _file_fmt(text, "dev_fmt", path)
+    # a file may #undef and redefine pr_fmt for its later part (mm/memory-failure.c:
+    # "Memory failure: ", then "Unpoison: " and "Soft offline: "): a call takes the last
+    # definition above it
+    redefined = [(text.count("\n", 0, m.start()) + 1, _file_fmt(m.group(0), "pr_fmt", path))
+                 for m in re.finditer(r"#define\s+pr_fmt\(fmt\)[^\n]*", text)]
     if path.startswith(("drivers/gpu/drm/amd/amdgpu/", "drivers/gpu/drm/amd/amdkfd/")) and "amdgpu.h" not in path:
         # amdgpu.h sets both for every file that includes it; amdkfd's files reach it through
         # kfd_priv.h (kfd_device.c: "kfd kfd: amdgpu: added device 1002:740f")
@@ -697,7 +702,8 @@ def linux_file(path: str, text: str) -> list[Occurrence]:
         if not pieces:
             continue
         if name.startswith("pr_"):
-            head: list[Piece] = [pr_fmt] if pr_fmt else []
+            here = next((f for line, f in reversed(redefined) if line < call.line), pr_fmt) if len(redefined) > 1 else pr_fmt
+            head: list[Piece] = [here] if here else []
         elif name == "printk":
             head = []  # printk does not apply pr_fmt
         elif name.startswith("DRM_ERROR"):
