@@ -217,7 +217,10 @@ def _torch_py_trees(wheels: Path) -> tuple[list[Tree], dict[str, str]]:
     strings: dict[str, str] = {}
     for d in sorted((p for p in wheels.iterdir() if p.is_dir()), key=lambda p: version_key(p.name)):
         tree = directory_tree("v" + d.name, d, TORCH_PY_UNDER, (".py",), f"torch {d.name} wheel")
-        files = tuple(f for f in tree.files if TORCH_PY_KEEP.match(f.path) and "/test" not in f.path)
+        # "torch" (for the package's own modules) lists again what the narrower folders listed
+        seen: set[str] = set()
+        files = tuple(f for f in tree.files if TORCH_PY_KEEP.match(f.path) and "/test" not in f.path
+                      and not (f.path in seen or seen.add(f.path)))
         py_trees.append(Tree(tree.version, tree.origin, files))
         if (d / "strings.txt").exists():
             strings["v" + d.name] = (d / "strings.txt").read_text(encoding="utf-8", errors="replace")

@@ -41,8 +41,17 @@ TORCH_PY_KEEP = re.compile(
     r"|^torch/utils/(?:cpp_extension\.py|checkpoint\.py|data/dataloader\.py|data/_utils/)"
     # and CUDA's lazy initialisation (not compiled with CUDA, forked subprocess, capability checks)
     r"|^torch/cuda/__init__\.py"
+    # and the rest of what a training script runs through and hears from: DDP and DataParallel,
+    # mixed precision (autocast, GradScaler), optimizers and LR schedulers, torch.load/save, the
+    # whole data package, nn modules and functional, autograd, backends, the package's own
+    # modules (TypedStorage, deterministic algorithms, hub), torch.compile's front end (dynamo)
+    r"|^torch/nn/parallel/|^torch/amp/|^torch/cuda/amp/|^torch/optim/|^torch/utils/data/"
+    r"|^torch/nn/(?:modules/|functional\.py|init\.py|utils/clip_grad\.py)|^torch/autograd/|^torch/backends/"
+    r"|^torch/[^/]+\.py$|^torch/_dynamo/[^/]+\.py$"
 )
-TORCH_PY_UNDER = ("torch/distributed", "torch/utils", "torch/cuda/__init__.py")
+# the first three as before, so a message printed by an older-read module keeps its place
+TORCH_PY_UNDER = ("torch/distributed", "torch/utils", "torch/cuda/__init__.py", "torch/cuda/amp", "torch/nn",
+                  "torch/amp", "torch/optim", "torch/autograd", "torch/backends", "torch/_dynamo", "torch")
 TORCH_CPP_SKIP = re.compile(r"UCC|ProcessGroupMPI|/quantization/|/rpc/|/autograd/|Fake|Dummy|Test")
 
 
@@ -50,7 +59,10 @@ def torch_component(path: str) -> str:
     if path.startswith(("torch/distributed/elastic/", "torch/distributed/run.py",
                         "torch/distributed/launch.py", "torch/distributed/launcher/")):
         return "torch_elastic"
-    if path.startswith("torch/utils/"):
+    if path.startswith("torch/nn/parallel/"):
+        return "torch_distributed"
+    if path.startswith(("torch/utils/", "torch/nn/", "torch/amp/", "torch/cuda/amp/", "torch/optim/", "torch/autograd/",
+                        "torch/backends/", "torch/_dynamo/")) or path.count("/") == 1:
         return "other"
     if path.startswith(("c10/cuda/", "torch/cuda/", "aten/src/ATen/")) or "CudaIPCTypes" in path or "CUDACachingAllocator" in path:
         return "cuda"
