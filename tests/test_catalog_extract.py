@@ -675,6 +675,10 @@ def test_a_build_of_one_project_keeps_the_other_projects_records_in_a_shared_com
     ("{message} failed: {err}", False), ("{comp} is finished.", False), ("{func}: Failed in {t}s", False),
     ("{func}: Returned {status} : {args}", True), ("{net}/Plugin: {err}", True), ("{hosts}: {tasks}: Completed", True),
     ("ibv_reg_mr failed: {err}", True),
+    # or of a name it was given: "X does not exist", "X not found", "X is not supported"
+    ("{self.__name__}.{name} does not exist", False), ("{libpath} not found\n", False),
+    ("{platform.system()} is not supported!!!", False), ("{__func__}: invalid {step_id}", False),
+    ("{name} does not exist in the checkpoint shard {shard}", True),
 ])
 def test_a_record_whose_only_fixed_text_is_one_plain_word_answers_nothing(fmt, answers):
     from indexer.catalog.records import CatalogRecord

@@ -90,9 +90,15 @@ class CatalogRecord(BaseModel):
 _CONVERSION = re.compile(r"\{[^{}]*\}")
 _ONE_PLAIN_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+")  # an identifier such as cudaDriverVersion is not one
 _WORD = re.compile(r"[A-Za-z0-9_]+")
+# (since 2026-12-06 also what any program says of a name it was given: "{x}.{y} does not
+# exist" of torch._dynamo's config answered kube-controller-manager's "... nodeName=... does
+# not exist"; "{path} not found", "{x} is not supported!!!", "{func}: invalid {id}")
 _OUTCOME_WORDS = frozenset("failed fails fail failure error errors finished done success "
-                           "succeeded ok fallback warning timeout started starting stopped".split())
-_SMALL_WORDS = frozenset("is are was were be been the a an of to for in on at by with and or not no it this that".split())
+                           "succeeded ok fallback warning timeout started starting stopped "
+                           "exist exists found missing invalid unknown unsupported supported allowed empty "
+                           "deprecated".split())
+_SMALL_WORDS = frozenset("is are was were be been the a an of to for in on at by with and or not no it this that "
+                         "does do did has have had can cannot could should must".split())
 
 
 def version_span(versions: list[str]) -> str:
