@@ -40,7 +40,8 @@ from indexer.kb_loader import KnowledgeBase, LazyEntries, kb_digest, load_kb
 # 8: records whose only fixed word is an outcome ("{message} failed: {error}") no longer answer
 # 9: the pattern set's required words as tuples of shared strings (faster to unpickle)
 # 10: the second part's blobs in one mapped file (indexer.packed), read one at a time
-FORMAT = 10
+# 11: records whose words say only that a name does not exist / is not found / invalid no longer answer
+FORMAT = 11
 KEEP = 8
 SETTLED_NS = 2_000_000_000
 
