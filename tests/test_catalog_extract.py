@@ -632,6 +632,31 @@ def test_wheel_project_reads_each_release_directory_and_keeps_only_its_files(tmp
     assert [m["version"] for m in manifest] == ["v4.30.2", "v4.46.3"]
 
 
+def test_torch_python_trees_read_what_a_training_script_hears_from_once(tmp_path):
+    """PyTorch's Python beyond torch.distributed: DDP under torch_distributed; optimizers,
+    serialization, the package's own modules and dynamo's front end under other; Inductor and
+    dynamo's subpackages not read; a file listed by two folders is read once."""
+    from indexer.catalog.run import _torch_py_trees
+    from indexer.catalog.spec import torch_component
+
+    root = tmp_path / "2.6.0" / "torch"
+    for rel in ("distributed/distributed_c10d.py", "nn/parallel/distributed.py", "optim/lr_scheduler.py",
+                "serialization.py", "_dynamo/convert_frame.py", "_dynamo/variables/misc.py",
+                "_inductor/compile_fx.py", "utils/data/sampler.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x = 1\n")
+    trees, _ = _torch_py_trees(tmp_path)
+    paths = [f.path for f in trees[0].files]
+    assert sorted(paths) == sorted(["torch/distributed/distributed_c10d.py", "torch/nn/parallel/distributed.py",
+                                    "torch/optim/lr_scheduler.py", "torch/serialization.py",
+                                    "torch/_dynamo/convert_frame.py", "torch/utils/data/sampler.py"])
+    assert len(paths) == len(set(paths))
+    assert [torch_component(p) for p in ("torch/nn/parallel/distributed.py", "torch/optim/lr_scheduler.py",
+                                         "torch/serialization.py", "torch/distributed/distributed_c10d.py",
+                                         "torch/cuda/__init__.py")] == \
+        ["torch_distributed", "other", "other", "torch_distributed", "cuda"]
+
+
 def test_environment_variables_are_read_from_params_getenv_and_python():
     """catalog params: NCCL_PARAM with its default, a name passed to a helper, getenv, and
     Python's os.environ forms; the variable's function is the one that reads it."""
