@@ -634,27 +634,34 @@ def test_wheel_project_reads_each_release_directory_and_keeps_only_its_files(tmp
 
 def test_torch_python_trees_read_what_a_training_script_hears_from_once(tmp_path):
     """PyTorch's Python beyond torch.distributed: DDP under torch_distributed; optimizers,
-    serialization, the package's own modules and dynamo's front end under other; Inductor and
-    dynamo's subpackages not read; a file listed by two folders is read once."""
+    serialization, the package's own modules and dynamo's front end under other; distributed
+    checkpointing, DTensor and torch.cuda's modules read; Inductor, dynamo's subpackages, RPC
+    and the _shard prototypes not read; a file listed by two folders is read once."""
     from indexer.catalog.run import _torch_py_trees
     from indexer.catalog.spec import torch_component
 
     root = tmp_path / "2.6.0" / "torch"
     for rel in ("distributed/distributed_c10d.py", "nn/parallel/distributed.py", "optim/lr_scheduler.py",
                 "serialization.py", "_dynamo/convert_frame.py", "_dynamo/variables/misc.py",
-                "_inductor/compile_fx.py", "utils/data/sampler.py"):
+                "_inductor/compile_fx.py", "utils/data/sampler.py", "distributed/checkpoint/state_dict_saver.py",
+                "distributed/tensor/_api.py", "distributed/rpc/api.py", "distributed/_shard/api.py",
+                "cuda/memory.py", "cuda/amp/grad_scaler.py"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("x = 1\n")
     trees, _ = _torch_py_trees(tmp_path)
     paths = [f.path for f in trees[0].files]
     assert sorted(paths) == sorted(["torch/distributed/distributed_c10d.py", "torch/nn/parallel/distributed.py",
                                     "torch/optim/lr_scheduler.py", "torch/serialization.py",
-                                    "torch/_dynamo/convert_frame.py", "torch/utils/data/sampler.py"])
+                                    "torch/_dynamo/convert_frame.py", "torch/utils/data/sampler.py",
+                                    "torch/distributed/checkpoint/state_dict_saver.py",
+                                    "torch/distributed/tensor/_api.py", "torch/cuda/memory.py",
+                                    "torch/cuda/amp/grad_scaler.py"])
     assert len(paths) == len(set(paths))
     assert [torch_component(p) for p in ("torch/nn/parallel/distributed.py", "torch/optim/lr_scheduler.py",
                                          "torch/serialization.py", "torch/distributed/distributed_c10d.py",
-                                         "torch/cuda/__init__.py")] == \
-        ["torch_distributed", "other", "other", "torch_distributed", "cuda"]
+                                         "torch/cuda/__init__.py", "torch/cuda/memory.py",
+                                         "torch/distributed/checkpoint/state_dict_saver.py")] == \
+        ["torch_distributed", "other", "other", "torch_distributed", "cuda", "cuda", "torch_distributed"]
 
 
 def test_environment_variables_are_read_from_params_getenv_and_python():

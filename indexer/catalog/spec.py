@@ -48,9 +48,16 @@ TORCH_PY_KEEP = re.compile(
     r"|^torch/nn/parallel/|^torch/amp/|^torch/cuda/amp/|^torch/optim/|^torch/utils/data/"
     r"|^torch/nn/(?:modules/|functional\.py|init\.py|utils/clip_grad\.py)|^torch/autograd/|^torch/backends/"
     r"|^torch/[^/]+\.py$|^torch/_dynamo/[^/]+\.py$"
+    # and the rest of torch.distributed a training job runs through (2026-12-06): distributed
+    # checkpointing (DCP), DTensor, the DDP comm hooks and ZeroRedundancyOptimizer, symmetric
+    # memory, the flight recorder and debug helpers; and torch.cuda's Python (memory, streams,
+    # graphs, random). Not the RPC framework and not the sharded-tensor prototypes (_shard)
+    r"|^torch/distributed/(?:checkpoint/|tensor/|_tensor/|algorithms/|optim/|_symmetric_memory/"
+    r"|flight_recorder/|debug/|_state_dict_utils\.py|collective_utils\.py|_composable/)"
+    r"|^torch/cuda/[^/]+\.py$"
 )
 # the first three as before, so a message printed by an older-read module keeps its place
-TORCH_PY_UNDER = ("torch/distributed", "torch/utils", "torch/cuda/__init__.py", "torch/cuda/amp", "torch/nn",
+TORCH_PY_UNDER = ("torch/distributed", "torch/utils", "torch/cuda/__init__.py", "torch/cuda/amp", "torch/cuda", "torch/nn",
                   "torch/amp", "torch/optim", "torch/autograd", "torch/backends", "torch/_dynamo", "torch")
 TORCH_CPP_SKIP = re.compile(r"UCC|ProcessGroupMPI|/quantization/|/rpc/|/autograd/|Fake|Dummy|Test")
 
