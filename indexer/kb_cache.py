@@ -41,7 +41,7 @@ from indexer.kb_loader import KnowledgeBase, LazyEntries, kb_digest, load_kb
 # 9: the pattern set's required words as tuples of shared strings (faster to unpickle)
 # 10: the second part's blobs in one mapped file (indexer.packed), read one at a time
 # 11: records whose words say only that a name does not exist / is not found / invalid no longer answer
-FORMAT = 11
+FORMAT = 12
 KEEP = 8
 SETTLED_NS = 2_000_000_000
 

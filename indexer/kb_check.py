@@ -407,6 +407,31 @@ def check_zh_style(ctx: CheckContext) -> Iterator[Finding]:
                 yield Finding(loaded.file, loaded.line, rec.id, "zh", f"{key}.zh: {problem.message}")
 
 
+def check_unrelated(ctx: CheckContext) -> Iterator[Finding]:
+    """No record that answers lines takes a message of unrelated software (``kb/unrelated/``);
+    a record marked ``unrelated`` still takes the message its mark quotes."""
+    if ctx.kb_dir is None:
+        return
+    from indexer.catalog.unrelated import load_corpus, record_of, still_taken, taken
+
+    corpus = load_corpus(ctx.kb_dir)
+    if not corpus:
+        return
+    where = {l.entry.id: l for l in ctx.compiled if _is_record(l)}
+    found = taken(ctx.patterns, [l.entry for l in ctx.compiled], corpus, lambda e: e.id in where)
+    for rid, mark in sorted(found.items()):
+        loaded = where.get(rid) or next(l for i, l in where.items() if record_of(i) == rid)
+        yield Finding(loaded.file, loaded.line, rid, "unrelated",
+                      f"answers a message of unrelated software ({mark[:120]!r}); run explainlog catalog unrelated")
+    from indexer.catalog.lines import is_line_part
+
+    for rec in ctx.kb.records.values():
+        if rec.unrelated and not is_line_part(rec.id) \
+                and not still_taken(rec.model_dump(mode="json", exclude_none=True), rec.unrelated):
+            yield Finding(f"catalog/{rec.component.value}.jsonl", 0, rec.id, "unrelated",
+                          "marked unrelated, but its pattern no longer takes that message; run explainlog catalog unrelated")
+
+
 def check_asked(ctx: CheckContext) -> Iterator[Finding]:
     """``asked:`` phrases (of entries and of variables) name their document in a question
     (``explainlog ask``): a phrase must name one document only, and not be a concept's name or
@@ -453,6 +478,7 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_rendered,
     check_zh_style,
     check_asked,
+    check_unrelated,
 ]
 
 

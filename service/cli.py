@@ -196,6 +196,18 @@ def _cmd_catalog_link(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_catalog_unrelated(args: argparse.Namespace) -> int:
+    from indexer.catalog.unrelated import mark
+
+    lines, marked, unmarked = mark(Path(args.kb))
+    if not lines:
+        print("explainlog catalog unrelated: no messages under kb/unrelated/", file=sys.stderr)
+        return 1
+    print(f"{lines} messages of unrelated software read; {marked} records newly marked (they answer nothing), "
+          f"{unmarked} marks dropped")
+    return 0
+
+
 def _explainer(args: argparse.Namespace):
     from service.explainer import Explainer
 
@@ -663,6 +675,11 @@ def build_parser() -> argparse.ArgumentParser:
         "link", help="write formats: links from curated entries to the records of their message", formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example:\n  explainlog catalog link && explainlog kb check",
     ).set_defaults(func=_cmd_catalog_link)
+    catalog_sub.add_parser(
+        "unrelated", help="mark the records whose patterns take messages of unrelated software (kb/unrelated/)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  explainlog catalog unrelated && explainlog kb check",
+    ).set_defaults(func=_cmd_catalog_unrelated)
     cp = catalog_sub.add_parser(
         "params", help="extract the environment variables each project reads, at every tag (kb/params/)",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -1773,3 +1773,35 @@ def test_a_variables_asked_phrases_survive_a_rebuild_and_new_texts(tmp_path):
     merged, problems = merge_texts(tmp_path, [new])
     got = json.loads((tmp_path / "nccl.jsonl").read_text(encoding="utf-8"))
     assert (merged, problems) == (1, []) and got["text"]["en"] == "new text" and got["asked"] == ["PXB"]
+
+
+def test_code_under_if_0_prints_nothing():
+    """Slurm keeps retired code under ``#if 0``: no build compiles it, so its log calls are not
+    messages; the ``#else`` branch, nested conditionals and ``#if 1`` stay live, offsets and
+    line numbers unchanged."""
+    from indexer.catalog.clike import dead_blanked
+    from indexer.catalog.extract import slurm_file
+
+    src = textwrap.dedent('''\
+        static void _f(int x)
+        {
+        #if 0
+            error("old path taken for %d", x);
+        #ifdef HAVE_X
+            error("nested dead line");
+        #endif
+        #else
+            error("new path taken for %d", x);
+        #endif
+        #if 0 /* disabled */
+            info("retired debug line %d", x);
+        #endif
+        #if 1
+            info("kept under if 1 for %d", x);
+        #endif
+        }
+        ''')
+    assert len(dead_blanked(src)) == len(src) and dead_blanked(src).count("\n") == src.count("\n")
+    found = {o.pieces[0].strip(): o.line for o in slurm_file("src/slurmctld/x.c", src)}
+    assert set(found) == {"new path taken for", "kept under if 1 for"}
+    assert found["new path taken for"] == 9 and found["kept under if 1 for"] == 15

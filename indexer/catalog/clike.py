@@ -31,8 +31,48 @@ class Call:
     extra: dict = field(default_factory=dict)
 
 
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$", re.M)
+
+
+def dead_blanked(text: str) -> str:
+    """``text`` with the lines of ``#if 0`` blocks (up to their ``#else``, ``#elif`` or
+    ``#endif``, nested conditionals inside counted) made blank, offsets and newlines kept: no
+    build compiles them, so nothing in them prints (Slurm keeps old code under ``#if 0``)."""
+    if "#" not in text or not re.search(r"#[ \t]*if[ \t]+0\b", text):
+        return text
+    out = []
+    dead_from = None  # offset where the dead region began
+    depth = 0  # conditionals opened inside the dead region
+    for m in _DIRECTIVE.finditer(text):
+        word, rest = m.group(1), m.group(2)
+        if dead_from is None:
+            if word == "if" and re.match(r"\s*0\s*(?:/[/*].*)?$", rest):
+                dead_from = m.end()
+            continue
+        if word in ("if", "ifdef", "ifndef"):
+            depth += 1
+        elif word == "endif" and depth:
+            depth -= 1
+        elif depth == 0 and word in ("else", "elif", "endif"):
+            out.append((dead_from, m.start()))
+            dead_from = None
+    if dead_from is not None:
+        out.append((dead_from, len(text)))
+    if not out:
+        return text
+    pieces, at = [], 0
+    for start, end in out:
+        pieces.append(text[at:start])
+        pieces.append(re.sub(r"[^\n]", " ", text[start:end]))
+        at = end
+    pieces.append(text[at:])
+    return "".join(pieces)
+
+
 def blank(text: str) -> tuple[str, str]:
-    """(text without comments, code without comments or string contents), same offsets."""
+    """(text without comments, code without comments or string contents), same offsets; the
+    body of an ``#if 0`` block is blank in both (``dead_blanked``)."""
+    text = dead_blanked(text)
     no_comments = []
     code = []
     i, n = 0, len(text)

@@ -60,6 +60,10 @@ class CatalogRecord(BaseModel):
     explanation: Optional[Bilingual] = None
     action: Optional[Bilingual] = None
     example: CatalogExample
+    # a message of unrelated software this record's pattern also matches ("<package>: <line>",
+    # from kb/unrelated/; written by ``explainlog catalog unrelated``): the line does not say
+    # which program printed it, so the record is listed but answers nothing
+    unrelated: Optional[str] = None
 
     @property
     def has_text(self) -> bool:
@@ -71,7 +75,7 @@ class CatalogRecord(BaseModel):
         line by. A format whose only fixed text is one ordinary word ("{peer} disconnected",
         "Resumed {step}", "console") is listed but answers nothing: Kafka's "... broker
         localhost:9092 (id: -1 rack: null) disconnected" is not rdma-core's ucmatose."""
-        if not (self.matchable and self.has_text):
+        if not (self.matchable and self.has_text) or self.unrelated:
             return False
         fixed = _CONVERSION.sub(" ", self.format).strip().rstrip(".")
         if _ONE_PLAIN_WORD.fullmatch(fixed) is not None:

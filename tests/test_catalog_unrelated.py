@@ -1,0 +1,87 @@
+"""Records whose patterns take messages of unrelated software answer nothing (kb/unrelated/)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from indexer.catalog.records import CatalogRecord
+from indexer.catalog.unrelated import load_corpus, mark
+from indexer.kb_check import run_checks
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _record(rid: str, fmt: str, pattern: str, example: str) -> dict:
+    return {
+        "id": rid, "component": "other", "repo": "pytorch/pytorch", "file": "torch/x.py", "line": 1,
+        "function": "f", "level": "raise ValueError", "call": "raise", "format": fmt, "pattern": pattern,
+        "groups": {}, "versions": ["v2.6.0"], "matchable": True, "severity": "error", "role": "root_cause",
+        "title": {"en": "t", "zh": "标题"}, "explanation": {"en": "e", "zh": "说明"},
+        "action": {"en": "a", "zh": "处理"}, "example": {"line": example, "constructed": True},
+    }
+
+
+def _kb(tmp_path: Path) -> Path:
+    kb = tmp_path / "kb"
+    (kb / "catalog").mkdir(parents=True)
+    shutil.copy(ROOT / "kb" / "structure.yaml", kb / "structure.yaml")  # a KB has curated entries
+    (kb / "unrelated").mkdir()
+    rows = [
+        _record("other.x.generic", "{device_name} does not support {dtype}",
+                r"(?P<device_name>.*?)\s+does\s+not\s+support\s+(?P<dtype>.+?)\s*$", "cuda does not support dtype"),
+        _record("other.x.specific", "NCCL_IB_HCA {hca} matches no device of {n}",
+                r"NCCL_IB_HCA\s+(?P<hca>\S+)\s+matches\s+no\s+device\s+of\s+(?P<n>\S+)\s*$",
+                "NCCL_IB_HCA mlx5_9 matches no device of 8"),
+    ]
+    (kb / "catalog" / "other.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (kb / "unrelated" / "python.tsv").write_text("pip\turl does not support range requests\n", encoding="utf-8")
+    return kb
+
+
+def _rows(kb: Path) -> dict[str, dict]:
+    return {r["id"]: r for r in map(json.loads, (kb / "catalog" / "other.jsonl").read_text().splitlines())}
+
+
+def test_a_record_taking_another_programs_message_is_marked_and_answers_nothing(tmp_path):
+    kb = _kb(tmp_path)
+    _, findings = run_checks(kb)
+    assert [(f.entry_id, f.check) for f in findings if f.check == "unrelated"] == [("other.x.generic", "unrelated")]
+    assert mark(kb) == (1, 1, 0)
+    rows = _rows(kb)
+    assert rows["other.x.generic"]["unrelated"] == "pip: url does not support range requests"
+    assert "unrelated" not in rows["other.x.specific"]
+    assert not CatalogRecord.model_validate(rows["other.x.generic"]).answers
+    assert CatalogRecord.model_validate(rows["other.x.specific"]).answers
+    _, findings = run_checks(kb)
+    assert not [f for f in findings if f.check == "unrelated"]
+    assert mark(kb) == (1, 0, 0)  # a mark whose pattern still takes its line stays
+
+
+def test_a_mark_whose_pattern_no_longer_takes_its_line_is_reported_and_dropped(tmp_path):
+    kb = _kb(tmp_path)
+    mark(kb)
+    rows = _rows(kb)
+    rows["other.x.generic"]["pattern"] = r"^(?P<device_name>\S+)\s+device\s+does\s+not\s+support\s+(?P<dtype>\S+)\s*$"
+    rows["other.x.generic"]["example"]["line"] = "cuda device does not support bf16"
+    (kb / "catalog" / "other.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows.values()), encoding="utf-8")
+    _, findings = run_checks(kb)
+    assert [(f.entry_id, "no longer takes" in f.message) for f in findings if f.check == "unrelated"] == \
+        [("other.x.generic", True)]
+    assert mark(kb) == (1, 0, 1)
+    assert "unrelated" not in _rows(kb)["other.x.generic"]
+
+
+def test_the_shipped_corpus_silences_generic_phrases():
+    """kb/unrelated/ holds the messages of well-known Python packages and the standard library;
+    PyTorch's '{device_name} does not support {dtype}' took pip's and pytest's lines before."""
+    corpus = load_corpus(ROOT / "kb")
+    assert len(corpus) > 10_000 and {s for s, _ in corpus} >= {"pip", "pandas", "python3.11"}
+    rows = {}
+    for line in (ROOT / "kb" / "catalog" / "other.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if r["format"] == "{device_name} does not support {dtype}":
+            rows[r["id"]] = r
+    assert rows and all(r.get("unrelated") for r in rows.values())
+    assert not any(CatalogRecord.model_validate(r).answers for r in rows.values())
