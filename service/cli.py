@@ -197,8 +197,15 @@ def _cmd_catalog_link(args: argparse.Namespace) -> int:
 
 
 def _cmd_catalog_unrelated(args: argparse.Namespace) -> int:
-    from indexer.catalog.unrelated import mark
+    from indexer.catalog.unrelated import collect, mark
 
+    if args.collect:
+        if len(args.collect) < 2:
+            print("explainlog catalog unrelated: --collect needs OUT and at least one package folder", file=sys.stderr)
+            return 2
+        n = collect([Path(p) for p in args.collect[1:]], Path(args.collect[0]))
+        print(f"{n} messages written to {args.collect[0]}")
+        return 0
     lines, marked, unmarked = mark(Path(args.kb))
     if not lines:
         print("explainlog catalog unrelated: no messages under kb/unrelated/", file=sys.stderr)
@@ -675,11 +682,15 @@ def build_parser() -> argparse.ArgumentParser:
         "link", help="write formats: links from curated entries to the records of their message", formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example:\n  explainlog catalog link && explainlog kb check",
     ).set_defaults(func=_cmd_catalog_link)
-    catalog_sub.add_parser(
+    cu = catalog_sub.add_parser(
         "unrelated", help="mark the records whose patterns take messages of unrelated software (kb/unrelated/)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  explainlog catalog unrelated && explainlog kb check",
-    ).set_defaults(func=_cmd_catalog_unrelated)
+        epilog="example:\n  explainlog catalog unrelated && explainlog kb check\n"
+               "  explainlog catalog unrelated --collect OUT.tsv.xz SITE_PACKAGES/pip SITE_PACKAGES/pandas ...",
+    )
+    cu.add_argument("--collect", nargs="+", metavar=("OUT", "PACKAGE_DIR"),
+                    help="write a corpus file from these Python package folders instead of marking")
+    cu.set_defaults(func=_cmd_catalog_unrelated)
     cp = catalog_sub.add_parser(
         "params", help="extract the environment variables each project reads, at every tag (kb/params/)",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -85,3 +85,11 @@ def test_the_shipped_corpus_silences_generic_phrases():
             rows[r["id"]] = r
     assert rows and all(r.get("unrelated") for r in rows.values())
     assert not any(CatalogRecord.model_validate(r).answers for r in rows.values())
+
+
+def test_a_mark_goes_when_the_corpus_no_longer_holds_a_line_its_record_takes(tmp_path):
+    kb = _kb(tmp_path)
+    mark(kb)
+    (kb / "unrelated" / "python.tsv").write_text("pip\tsome other message entirely\n", encoding="utf-8")
+    assert mark(kb) == (1, 0, 1)
+    assert "unrelated" not in _rows(kb)["other.x.generic"]

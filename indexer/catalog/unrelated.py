@@ -87,8 +87,8 @@ def still_taken(record: dict, mark: str) -> bool:
 
 
 def write_marks(kb_dir: Path, marks: dict[str, str]) -> tuple[int, int]:
-    """Set ``unrelated`` on the records in ``marks``, keep a record's existing mark while its
-    pattern still takes the line, and drop the others. Returns (marked, unmarked)."""
+    """Set ``unrelated`` on exactly the records in ``marks`` (the evidence may change) and drop
+    it from the others. Returns (newly marked, unmarked)."""
     from indexer.catalog.records import catalog_files
 
     marked = unmarked = 0
@@ -98,8 +98,7 @@ def write_marks(kb_dir: Path, marks: dict[str, str]) -> tuple[int, int]:
         rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
         changed = False
         for row in rows:
-            old = row.get("unrelated")
-            new = marks.get(row["id"]) or (old if old and still_taken(row, old) else None)
+            old, new = row.get("unrelated"), marks.get(row["id"])
             if new != old:
                 changed = True
                 if new:
@@ -114,6 +113,39 @@ def write_marks(kb_dir: Path, marks: dict[str, str]) -> tuple[int, int]:
     return marked, unmarked
 
 
+def _marked_taken(kb_dir: Path, corpus: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Of the records already marked (they answer nothing, so the KB's pattern set leaves them
+    out), those whose pattern or a printed line's pattern still takes a corpus message."""
+    from indexer.catalog.lines import line_parts
+    from indexer.catalog.records import catalog_files, read_catalog_file
+    from indexer.patterns import ShardedSet
+
+    owners: list[str] = []
+    patterns = ShardedSet()
+    for path in catalog_files(kb_dir):
+        for raw in read_catalog_file(path).splitlines():
+            if '"unrelated"' not in raw:
+                continue
+            row = json.loads(raw)
+            if not row.get("unrelated"):
+                continue
+            for pattern in [row["pattern"], *(p["pattern"] for p in line_parts(row))]:
+                try:
+                    compile_pattern(pattern)
+                except Exception:
+                    continue
+                patterns.Add(pattern)
+                owners.append(row["id"])
+    if not owners:
+        return {}
+    patterns.Compile()
+    found: dict[str, str] = {}
+    for source, line in corpus:
+        for i in patterns.Match(normalize_line(line).message):
+            found.setdefault(owners[i], evidence(source, line))
+    return found
+
+
 def mark(kb_dir: Path) -> tuple[int, int, int]:
     """``explainlog catalog unrelated``: find the answering records that take a corpus message
     and write the marks. Returns (corpus lines, newly marked, unmarked)."""
@@ -126,5 +158,40 @@ def mark(kb_dir: Path) -> tuple[int, int, int]:
     records = {l.entry.id for l in compiled if _is_record(l)}
     found = taken(PatternSet([l.entry for l in compiled]), [l.entry for l in compiled], corpus,
                   lambda e: e.id in records)
+    for rid, mark_ in _marked_taken(kb_dir, corpus).items():
+        found.setdefault(rid, mark_)
     marked, unmarked = write_marks(kb_dir, found)
     return len(corpus), marked, unmarked
+
+
+def collect(package_dirs: Sequence[Path], out: Path) -> int:
+    """Write a corpus file (``<source>\\t<line>``, xz) from Python packages' sources: every
+    message format the catalogue's Python extractor finds there, filled with stand-in values
+    (``build.to_record``'s example line), one line each, first source wins. How
+    ``python_packages.tsv.xz`` was made: the site-packages folders of 46 packages (pip,
+    setuptools, requests, pandas, scipy, sympy, dask, uvicorn, pytest, ...; not torch or any
+    project the catalogue reads) and the standard library's ``lib/python3.11``."""
+    from indexer.catalog.build import collect as collect_formats, to_record
+    from indexer.catalog.python_src import python_file
+    from indexer.catalog.sources import Tree, directory_tree
+
+    def extract(path: str, text: str):
+        try:
+            return python_file(path, text)
+        except RecursionError:  # generated parser tables nest deeper than ast's visitor goes
+            return []
+
+    rows: dict[str, str] = {}
+    for folder in package_dirs:
+        folder = Path(folder)
+        tree = directory_tree("v0", folder.parent, (folder.name,), (".py",), folder.name)
+        files = tuple(f for f in tree.files if "/test" not in f.path and "/site-packages/" not in f.path
+                      and "/idlelib/" not in f.path)
+        for m in collect_formats("other", folder.name, [Tree("v0", folder.name, files)], extract).values():
+            line = to_record(m, {})["example"]["line"].replace("\t", " ").strip()
+            if len(line) >= 12 and "\n" not in line:
+                rows.setdefault(line, folder.name)
+    text = "".join(f"{source}\t{line}\n" for source, line in sorted((s, l) for l, s in rows.items()))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(lzma.compress(text.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME))
+    return len(rows)
