@@ -408,28 +408,32 @@ def check_zh_style(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def check_unrelated(ctx: CheckContext) -> Iterator[Finding]:
-    """No record that answers lines takes a message of unrelated software (``kb/unrelated/``);
-    a record marked ``unrelated`` still takes the message its mark quotes."""
+    """No catalogue answer line takes a message of unrelated software (``kb/unrelated/``); a
+    marked record or printed line still takes the message its mark quotes."""
     if ctx.kb_dir is None:
         return
-    from indexer.catalog.unrelated import load_corpus, record_of, still_taken, taken
+    from indexer.catalog.lines import is_line_part
+    from indexer.catalog.unrelated import load_corpus, still_taken, taken
 
     corpus = load_corpus(ctx.kb_dir)
     if not corpus:
         return
     where = {l.entry.id: l for l in ctx.compiled if _is_record(l)}
     found = taken(ctx.patterns, [l.entry for l in ctx.compiled], corpus, lambda e: e.id in where)
-    for rid, mark in sorted(found.items()):
-        loaded = where.get(rid) or next(l for i, l in where.items() if record_of(i) == rid)
-        yield Finding(loaded.file, loaded.line, rid, "unrelated",
+    for line_id, mark in sorted(found.items()):
+        loaded = where[line_id]
+        yield Finding(loaded.file, loaded.line, line_id, "unrelated",
                       f"answers a message of unrelated software ({mark[:120]!r}); run explainlog catalog unrelated")
-    from indexer.catalog.lines import is_line_part
-
     for rec in ctx.kb.records.values():
-        if rec.unrelated and not is_line_part(rec.id) \
-                and not still_taken(rec.model_dump(mode="json", exclude_none=True), rec.unrelated):
-            yield Finding(f"catalog/{rec.component.value}.jsonl", 0, rec.id, "unrelated",
-                          "marked unrelated, but its pattern no longer takes that message; run explainlog catalog unrelated")
+        if is_line_part(rec.id) or not (rec.unrelated or rec.unrelated_lines):
+            continue
+        row = rec.model_dump(mode="json", exclude_none=True)
+        stale = [None] if rec.unrelated and not still_taken(row, rec.unrelated) else []
+        stale += [k for k, m in rec.unrelated_lines.items() if not still_taken(row, m, k)]
+        for part in stale:
+            yield Finding(f"catalog/{rec.component.value}.jsonl", 0, rec.id + (f" ({part})" if part else ""),
+                          "unrelated", "marked unrelated, but its pattern no longer takes that message; "
+                          "run explainlog catalog unrelated")
 
 
 def check_asked(ctx: CheckContext) -> Iterator[Finding]:

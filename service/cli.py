@@ -197,8 +197,15 @@ def _cmd_catalog_link(args: argparse.Namespace) -> int:
 
 
 def _cmd_catalog_unrelated(args: argparse.Namespace) -> int:
-    from indexer.catalog.unrelated import collect, mark
+    from indexer.catalog.unrelated import collect, collect_binaries, mark
 
+    if args.collect_binaries:
+        if len(args.collect_binaries) < 2:
+            print("explainlog catalog unrelated: --collect-binaries needs OUT and at least one file", file=sys.stderr)
+            return 2
+        n = collect_binaries([Path(p) for p in args.collect_binaries[1:]], Path(args.collect_binaries[0]))
+        print(f"{n} messages written to {args.collect_binaries[0]}")
+        return 0
     if args.collect:
         if len(args.collect) < 2:
             print("explainlog catalog unrelated: --collect needs OUT and at least one package folder", file=sys.stderr)
@@ -690,6 +697,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cu.add_argument("--collect", nargs="+", metavar=("OUT", "PACKAGE_DIR"),
                     help="write a corpus file from these Python package folders instead of marking")
+    cu.add_argument("--collect-binaries", nargs="+", metavar=("OUT", "FILE"),
+                    help="write a corpus file from the strings of these programs and libraries instead of marking")
     cu.set_defaults(func=_cmd_catalog_unrelated)
     cp = catalog_sub.add_parser(
         "params", help="extract the environment variables each project reads, at every tag (kb/params/)",

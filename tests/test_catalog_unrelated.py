@@ -93,3 +93,25 @@ def test_a_mark_goes_when_the_corpus_no_longer_holds_a_line_its_record_takes(tmp
     (kb / "unrelated" / "python.tsv").write_text("pip\tsome other message entirely\n", encoding="utf-8")
     assert mark(kb) == (1, 0, 1)
     assert "unrelated" not in _rows(kb)["other.x.generic"]
+
+
+def test_one_printed_line_of_a_multi_line_message_is_marked_alone(tmp_path):
+    """FSDP's "`params` were not found in `module`'s tree<params>\\nmodule: <module>": its second
+    line, "module: ...", is what setuptools prints too; its first line still answers."""
+    from indexer.catalog.records import load_catalog
+
+    kb = _kb(tmp_path)
+    row = _record("torch_distributed.flat_param.x", "`params` were not found in `module`'s treeparams: {params}\nmodule: {module}",
+                  r"`params`\s+were\s+not\s+found\s+in\s+`module`'s\s+treeparams:\s+(?P<params>.*?)\s*module:\s*(?P<module>.*)\s*$",
+                  "`params` were not found in `module`'s treeparams: [w] module: Linear")
+    row["groups"] = {"params": "params", "module": "module"}
+    (kb / "catalog" / "other.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (kb / "unrelated" / "python.tsv").write_text("setuptools\tmodule: module MAY be using inspect.bad\n", encoding="utf-8")
+    assert mark(kb) == (1, 1, 0)
+    stored = _rows(kb)["torch_distributed.flat_param.x"]
+    assert "unrelated" not in stored and list(stored["unrelated_lines"]) == ["line2"]
+    answering = {rec.id: rec.answers for rec, _, _ in load_catalog(kb)[0]}
+    assert answering == {"torch_distributed.flat_param.x": True, "torch_distributed.flat_param.x.line1": True,
+                         "torch_distributed.flat_param.x.line2": False}
+    _, findings = run_checks(kb)
+    assert not [f for f in findings if f.check == "unrelated"]

@@ -146,8 +146,9 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
     }
     if len(m.locations) > 1:
         record["also_in"] = sorted(m.locations - {m.first.file})
-    if text.get("unrelated"):
-        record["unrelated"] = text["unrelated"]  # kb check says when the pattern no longer takes it
+    for key in ("unrelated", "unrelated_lines"):
+        if text.get(key):
+            record[key] = text[key]  # kb check says when the pattern no longer takes the line
     kept = text.get("example_kept")
     sample = example_line(list(m.pieces))
     if kept and (not kept[1] or (kept[0] != sample and _matches_after_normalizing(pattern, kept[0]))):
@@ -212,7 +213,8 @@ def load_texts(path: Path) -> dict[str, dict]:
         if not line.strip():
             continue
         rec = json.loads(line)
-        keep = {k: rec.get(k) for k in ("title", "explanation", "action", "severity", "role", "unrelated") if rec.get(k)}
+        keep = {k: rec.get(k) for k in ("title", "explanation", "action", "severity", "role", "unrelated",
+                                             "unrelated_lines") if rec.get(k)}
         ex = rec.get("example") or {}
         if ex and ex.get("line"):
             keep["example_kept"] = (ex["line"], bool(ex.get("constructed")))

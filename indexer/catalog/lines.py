@@ -174,6 +174,11 @@ def line_parts(rec: dict) -> list[dict]:
         groups = {name: rec["groups"].get(name, arg) for (_made, arg), name in zip(found, names)}
         text_fmt = "".join(p if isinstance(p, str) else "{" + p.arg + "}" for p in pieces).strip()
         part = dict(rec)
+        # a part answers unless that line itself takes another program's message
+        part.pop("unrelated", None)
+        part.pop("unrelated_lines", None)
+        if (rec.get("unrelated_lines") or {}).get(f"{PART_MARK[1:]}{k}"):
+            part["unrelated"] = rec["unrelated_lines"][f"{PART_MARK[1:]}{k}"]
         part.update(
             id=f"{rec['id']}{PART_MARK}{k}",
             format=text_fmt,

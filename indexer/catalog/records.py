@@ -64,6 +64,9 @@ class CatalogRecord(BaseModel):
     # from kb/unrelated/; written by ``explainlog catalog unrelated``): the line does not say
     # which program printed it, so the record is listed but answers nothing
     unrelated: Optional[str] = None
+    # the same for single printed lines of a multi-line message (``lines.line_parts``), by the
+    # part's number: "line3" -> evidence; the other lines still answer
+    unrelated_lines: dict[str, str] = Field(default_factory=dict)
 
     @property
     def has_text(self) -> bool:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import lzma
+import re
+import subprocess
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -48,36 +50,45 @@ def evidence(source: str, line: str) -> str:
     return f"{source}: {line}"
 
 
-def record_of(entry_id: str) -> str:
-    """The record an answer line belongs to (a multi-line record's parts are ``<id>.line<k>``)."""
+def split_id(entry_id: str) -> tuple[str, str | None]:
+    """(record id, part key) of an answer line: a multi-line record's printed lines are
+    ``<id>.line<k>`` (part key ``line<k>``); the record itself has no part key."""
     from indexer.catalog.lines import PART_MARK, is_line_part
 
-    return entry_id.rsplit(PART_MARK, 1)[0] if is_line_part(entry_id) else entry_id
+    if not is_line_part(entry_id):
+        return entry_id, None
+    rid, k = entry_id.rsplit(PART_MARK, 1)
+    return rid, PART_MARK[1:] + k
 
 
 def taken(patterns: PatternSet, entries: Sequence[PatternEntry], corpus: Iterable[tuple[str, str]],
           is_record) -> dict[str, str]:
-    """Record id -> the first corpus message one of its answer lines takes (as the regex tier
-    sees a line: normalised, context rules applied). ``entries`` are ``patterns``' entries;
-    ``is_record(entry)`` tells catalogue records from curated entries (not judged here)."""
+    """Answer line id (a record's, or ``<record>.line<k>`` for one printed line of it) -> the
+    first corpus message it takes (as the regex tier sees a line: normalised, context rules
+    applied). ``entries`` are ``patterns``' entries; ``is_record(entry)`` tells catalogue
+    records from curated entries (not judged here)."""
     found: dict[str, str] = {}
     for source, line in corpus:
         normalized = normalize_line(line)
         for i in patterns.matching(normalized.message, normalized.context):
             entry = entries[i]
             if is_record(entry):
-                found.setdefault(record_of(entry.id), evidence(source, line))
+                found.setdefault(entry.id, evidence(source, line))
     return found
 
 
-def still_taken(record: dict, mark: str) -> bool:
-    """Whether a record (a ``CatalogRecord``'s fields) still takes the message its mark quotes,
-    by its own pattern or one of its printed lines' (``lines.line_parts``)."""
-    from indexer.catalog.lines import line_parts
+def still_taken(record: dict, mark: str, part: str | None = None) -> bool:
+    """Whether a record (a ``CatalogRecord``'s fields) still takes the message its mark
+    quotes: by its own pattern, or by the pattern of its printed line ``part`` ("line3")."""
+    from indexer.catalog.lines import PART_MARK, line_parts
 
     _, _, line = mark.partition(": ")
     message = normalize_line(line).message
-    for pattern in [record["pattern"], *(p["pattern"] for p in line_parts(record))]:
+    if part is None:
+        patterns = [record["pattern"]]
+    else:
+        patterns = [p["pattern"] for p in line_parts(record) if p["id"] == record["id"] + PART_MARK + part[4:]]
+    for pattern in patterns:
         try:
             if compile_pattern(pattern).search(message) is not None:
                 return True
@@ -87,10 +98,20 @@ def still_taken(record: dict, mark: str) -> bool:
 
 
 def write_marks(kb_dir: Path, marks: dict[str, str]) -> tuple[int, int]:
-    """Set ``unrelated`` on exactly the records in ``marks`` (the evidence may change) and drop
-    it from the others. Returns (newly marked, unmarked)."""
+    """Set exactly ``marks`` (answer line id -> evidence): ``unrelated`` on a record, or its
+    ``unrelated_lines`` entry for one printed line; drop every other mark. Returns (newly
+    marked, unmarked) answer lines."""
     from indexer.catalog.records import catalog_files
 
+    wanted: dict[str, tuple[str | None, dict[str, str]]] = {}
+    for line_id, ev in marks.items():
+        rid, part = split_id(line_id)
+        whole, parts = wanted.get(rid, (None, {}))
+        if part is None:
+            whole = ev
+        else:
+            parts[part] = ev
+        wanted[rid] = (whole, parts)
     marked = unmarked = 0
     for path in catalog_files(kb_dir):
         if not path.name.endswith(".jsonl"):
@@ -98,15 +119,19 @@ def write_marks(kb_dir: Path, marks: dict[str, str]) -> tuple[int, int]:
         rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
         changed = False
         for row in rows:
-            old, new = row.get("unrelated"), marks.get(row["id"])
-            if new != old:
-                changed = True
-                if new:
-                    row["unrelated"] = new
-                    marked += old is None
-                else:
-                    del row["unrelated"]
-                    unmarked += 1
+            whole, parts = wanted.get(row["id"], (None, {}))
+            old_whole, old_parts = row.get("unrelated"), row.get("unrelated_lines") or {}
+            if whole == old_whole and parts == old_parts:
+                continue
+            changed = True
+            marked += (whole is not None and old_whole is None) + len(set(parts) - set(old_parts))
+            unmarked += (whole is None and old_whole is not None) + len(set(old_parts) - set(parts))
+            row.pop("unrelated", None)
+            row.pop("unrelated_lines", None)
+            if whole:
+                row["unrelated"] = whole
+            if parts:
+                row["unrelated_lines"] = dict(sorted(parts.items()))
         if changed:
             path.write_text("".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows),
                             encoding="utf-8")
@@ -114,8 +139,8 @@ def write_marks(kb_dir: Path, marks: dict[str, str]) -> tuple[int, int]:
 
 
 def _marked_taken(kb_dir: Path, corpus: Sequence[tuple[str, str]]) -> dict[str, str]:
-    """Of the records already marked (they answer nothing, so the KB's pattern set leaves them
-    out), those whose pattern or a printed line's pattern still takes a corpus message."""
+    """Of the answer lines already marked (they answer nothing, so the KB's pattern set leaves
+    them out), those whose pattern still takes a corpus message."""
     from indexer.catalog.lines import line_parts
     from indexer.catalog.records import catalog_files, read_catalog_file
     from indexer.patterns import ShardedSet
@@ -124,18 +149,18 @@ def _marked_taken(kb_dir: Path, corpus: Sequence[tuple[str, str]]) -> dict[str, 
     patterns = ShardedSet()
     for path in catalog_files(kb_dir):
         for raw in read_catalog_file(path).splitlines():
-            if '"unrelated"' not in raw:
+            if '"unrelated' not in raw:
                 continue
             row = json.loads(raw)
-            if not row.get("unrelated"):
-                continue
-            for pattern in [row["pattern"], *(p["pattern"] for p in line_parts(row))]:
+            todo = [(row["id"], row["pattern"])] if row.get("unrelated") else []
+            todo += [(p["id"], p["pattern"]) for p in line_parts(row) if p.get("unrelated")]
+            for line_id, pattern in todo:
                 try:
                     compile_pattern(pattern)
                 except Exception:
                     continue
                 patterns.Add(pattern)
-                owners.append(row["id"])
+                owners.append(line_id)
     if not owners:
         return {}
     patterns.Compile()
@@ -191,6 +216,57 @@ def collect(package_dirs: Sequence[Path], out: Path) -> int:
             line = to_record(m, {})["example"]["line"].replace("\t", " ").strip()
             if len(line) >= 12 and "\n" not in line:
                 rows.setdefault(line, folder.name)
+    text = "".join(f"{source}\t{line}\n" for source, line in sorted((s, l) for l, s in rows.items()))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(lzma.compress(text.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME))
+    return len(rows)
+
+
+_WORDS = re.compile(r"[A-Za-z]{2,}")
+
+
+def binary_messages(path: Path) -> list[str]:
+    """The message-like strings of an ELF file (``strings -n 12``): at least two words and a
+    lower-case run, at most 300 characters; printf conversions filled with stand-in values as
+    the catalogue fills its own examples (``%s`` -> ``a0``, ``%d`` -> ``3``)."""
+    from indexer.catalog.formats import example_line, printf_pieces
+
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(4) != b"\x7fELF":
+                return []
+    except OSError:
+        return []
+    out = subprocess.run(["strings", "-n", "12", str(path)], capture_output=True, check=False).stdout
+    lines = []
+    for s in out.decode("latin-1").splitlines():
+        s = s.strip()
+        if len(s) > 300 or " " not in s or len(_WORDS.findall(s)) < 2 or not re.search(r"[a-z]{3}", s):
+            continue
+        try:
+            line = example_line(printf_pieces(s, [f"a{i}" for i in range(s.count("%"))])) if "%" in s else s
+        except Exception:
+            continue
+        line = line.replace("\t", " ").strip()
+        if len(line) >= 12:
+            lines.append(line)
+    return lines
+
+
+def collect_binaries(files: Sequence[Path], out: Path) -> int:
+    """Write a corpus file from the strings of compiled programs and libraries (``<file
+    name>\\t<line>``, xz, first file wins). How ``debian_binaries.tsv.xz`` was made: every ELF
+    file in /usr/bin, /usr/sbin and /usr/lib/x86_64-linux-gnu/*.so* of this Debian 12 machine
+    (no training stack installed) except node, perf, lto-dump, cpp and libpfm (JavaScript
+    source, instruction tables and event names, not messages)."""
+    rows: dict[str, str] = {}
+    for path in files:
+        path = Path(path)
+        if path.is_symlink() or not path.is_file():
+            continue
+        source = path.name.split(".so")[0]
+        for line in binary_messages(path):
+            rows.setdefault(line, source)
     text = "".join(f"{source}\t{line}\n" for source, line in sorted((s, l) for l, s in rows.items()))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(lzma.compress(text.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME))
