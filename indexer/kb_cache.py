@@ -41,7 +41,9 @@ from indexer.kb_loader import KnowledgeBase, LazyEntries, kb_digest, load_kb
 # 9: the pattern set's required words as tuples of shared strings (faster to unpickle)
 # 10: the second part's blobs in one mapped file (indexer.packed), read one at a time
 # 11: records whose words say only that a name does not exist / is not found / invalid no longer answer
-FORMAT = 12
+# 12: records that take a message of unrelated software (kb/unrelated/) no longer answer
+# 13: ... except NCCL's and RCCL's behind their own "NCCL WARN" head (a context rule on format)
+FORMAT = 13
 KEEP = 8
 SETTLED_NS = 2_000_000_000
 

@@ -635,8 +635,9 @@ def test_wheel_project_reads_each_release_directory_and_keeps_only_its_files(tmp
 def test_torch_python_trees_read_what_a_training_script_hears_from_once(tmp_path):
     """PyTorch's Python beyond torch.distributed: DDP under torch_distributed; optimizers,
     serialization, the package's own modules and dynamo's front end under other; distributed
-    checkpointing, DTensor and torch.cuda's modules read; Inductor, dynamo's subpackages, RPC
-    and the _shard prototypes not read; a file listed by two folders is read once."""
+    checkpointing, DTensor, torch.cuda's modules and Inductor's own modules and runtime read;
+    Inductor's code generators, dynamo's subpackages, RPC and the _shard prototypes not read; a
+    file listed by two folders is read once."""
     from indexer.catalog.run import _torch_py_trees
     from indexer.catalog.spec import torch_component
 
@@ -645,7 +646,8 @@ def test_torch_python_trees_read_what_a_training_script_hears_from_once(tmp_path
                 "serialization.py", "_dynamo/convert_frame.py", "_dynamo/variables/misc.py",
                 "_inductor/compile_fx.py", "utils/data/sampler.py", "distributed/checkpoint/state_dict_saver.py",
                 "distributed/tensor/_api.py", "distributed/rpc/api.py", "distributed/_shard/api.py",
-                "cuda/memory.py", "cuda/amp/grad_scaler.py"):
+                "cuda/memory.py", "cuda/amp/grad_scaler.py", "_inductor/codegen/triton.py",
+                "_inductor/runtime/triton_heuristics.py"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("x = 1\n")
     trees, _ = _torch_py_trees(tmp_path)
@@ -655,13 +657,15 @@ def test_torch_python_trees_read_what_a_training_script_hears_from_once(tmp_path
                                     "torch/_dynamo/convert_frame.py", "torch/utils/data/sampler.py",
                                     "torch/distributed/checkpoint/state_dict_saver.py",
                                     "torch/distributed/tensor/_api.py", "torch/cuda/memory.py",
-                                    "torch/cuda/amp/grad_scaler.py"])
+                                    "torch/cuda/amp/grad_scaler.py", "torch/_inductor/compile_fx.py",
+                                    "torch/_inductor/runtime/triton_heuristics.py"])
     assert len(paths) == len(set(paths))
     assert [torch_component(p) for p in ("torch/nn/parallel/distributed.py", "torch/optim/lr_scheduler.py",
                                          "torch/serialization.py", "torch/distributed/distributed_c10d.py",
                                          "torch/cuda/__init__.py", "torch/cuda/memory.py",
-                                         "torch/distributed/checkpoint/state_dict_saver.py")] == \
-        ["torch_distributed", "other", "other", "torch_distributed", "cuda", "cuda", "torch_distributed"]
+                                         "torch/distributed/checkpoint/state_dict_saver.py",
+                                         "torch/_inductor/compile_fx.py")] == \
+        ["torch_distributed", "other", "other", "torch_distributed", "cuda", "cuda", "torch_distributed", "other"]
 
 
 def test_environment_variables_are_read_from_params_getenv_and_python():

@@ -115,3 +115,26 @@ def test_one_printed_line_of_a_multi_line_message_is_marked_alone(tmp_path):
                          "torch_distributed.flat_param.x.line2": False}
     _, findings = run_checks(kb)
     assert not [f for f in findings if f.check == "unrelated"]
+
+
+def test_a_marked_nccl_record_still_answers_behind_nccls_own_head():
+    """'Call to bind failed: Address already in use' is anyone's (busctl prints 'Call to ...
+    failed: ...'); behind 'host:pid:tid [dev] NCCL WARN' it is NCCL's SYSCHECK."""
+    from indexer.catalog.records import as_entry
+    from indexer.normalize import normalize_line
+    from indexer.patterns import PatternSet
+
+    row = _record("nccl.checks.x", "Call to {macro} failed: {strerror(errno)}",
+                  r"Call\s+to\s+(?P<macro>.*?)\s+failed:\s+(?P<strerror>.*?)\s*$", "Call to macro failed: strerror")
+    row.update(component="nccl", repo="NVIDIA/nccl", unrelated="busctl: Call to a0 failed: a1")
+    rec = CatalogRecord.model_validate(row)
+    assert rec.answers and rec.own_head
+    patterns = PatternSet([as_entry(rec)])
+    for line, hit in (("gpu1:123:456 [0] NCCL WARN Call to bind failed: Address already in use", True),
+                      ("include/socket.h:42 NCCL WARN Call to bind failed: Address already in use", True),
+                      ("Call to org.freedesktop.DBus failed: Access denied", False),
+                      ("[rank0]: Call to bind failed: Address already in use", False)):
+        n = normalize_line(line)
+        assert bool(patterns.matching(n.message, n.context)) is hit, line
+    row.update(component="slurm", repo="SchedMD/slurm")
+    assert not CatalogRecord.model_validate(row).answers  # no head of its own: silent

@@ -69,6 +69,16 @@ class CatalogRecord(BaseModel):
     unrelated_lines: dict[str, str] = Field(default_factory=dict)
 
     @property
+    def own_head(self) -> Optional[str]:
+        """For a record marked ``unrelated``: the context rule under which it still answers, when
+        its program prints a head no other program does (NCCL's and RCCL's ``host:pid:tid [dev]
+        NCCL WARN``, read into the ``format`` context by the normalizer): "Call to bind failed:
+        Address already in use" is anyone's, behind that head it is NCCL's."""
+        if self.unrelated and self.component.value in OWN_HEAD:
+            return OWN_HEAD[self.component.value]
+        return None
+
+    @property
     def has_text(self) -> bool:
         return self.title is not None and self.explanation is not None
 
@@ -78,7 +88,7 @@ class CatalogRecord(BaseModel):
         line by. A format whose only fixed text is one ordinary word ("{peer} disconnected",
         "Resumed {step}", "console") is listed but answers nothing: Kafka's "... broker
         localhost:9092 (id: -1 rack: null) disconnected" is not rdma-core's ucmatose."""
-        if not (self.matchable and self.has_text) or self.unrelated:
+        if not (self.matchable and self.has_text) or (self.unrelated and self.own_head is None):
             return False
         fixed = _CONVERSION.sub(" ", self.format).strip().rstrip(".")
         if _ONE_PLAIN_WORD.fullmatch(fixed) is not None:
@@ -94,6 +104,10 @@ class CatalogRecord(BaseModel):
         return True
 
 
+# the normalizer's prefix rules that only NCCL and RCCL lines match ("nccl", "nccl_loose",
+# "nccl_located", "nccl_bare"; ``format`` joins the rules a line matched with "+")
+OWN_HEAD = {"nccl": r"(?:^|\+)nccl", "rccl": r"(?:^|\+)nccl"}
+OWN_HEAD_SAMPLE = {"nccl": "node-1:1234:1234 [0] NCCL WARN ", "rccl": "node-1:1234:1234 [0] NCCL WARN "}
 _CONVERSION = re.compile(r"\{[^{}]*\}")
 _ONE_PLAIN_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+")  # an identifier such as cudaDriverVersion is not one
 _WORD = re.compile(r"[A-Za-z0-9_]+")
@@ -177,9 +191,11 @@ def as_entry(rec: CatalogRecord) -> PatternEntry:
         fields=fields,
         explanation=rec.explanation,
         action=rec.action,
-        examples=[Example(line=rec.example.line)],
+        # behind its own head, where a marked record still answers (own_head)
+        examples=[Example(line=(OWN_HEAD_SAMPLE[rec.component.value] if rec.own_head else "") + rec.example.line)],
         source=f"{rec.repo} {rec.file}",
         versions=version_span(rec.versions),
+        context={"format": rec.own_head} if rec.own_head else {},
     )
 
 

@@ -55,10 +55,16 @@ TORCH_PY_KEEP = re.compile(
     r"|^torch/distributed/(?:checkpoint/|tensor/|_tensor/|algorithms/|optim/|_symmetric_memory/"
     r"|flight_recorder/|debug/|_state_dict_utils\.py|collective_utils\.py|_composable/)"
     r"|^torch/cuda/[^/]+\.py$"
+    # and torch.compile's back end as a training log meets it: Inductor's own modules (compile_fx,
+    # codecache, cudagraph trees, autotuning, the scheduler's warnings), its runtime (Triton
+    # launch and autotune heuristics) and compile workers; not its code generators, kernel
+    # templates and FX passes, whose messages are internal asserts
+    r"|^torch/_inductor/(?:[^/]+\.py$|runtime/|compile_worker/)"
 )
 # the first three as before, so a message printed by an older-read module keeps its place
 TORCH_PY_UNDER = ("torch/distributed", "torch/utils", "torch/cuda/__init__.py", "torch/cuda/amp", "torch/cuda", "torch/nn",
-                  "torch/amp", "torch/optim", "torch/autograd", "torch/backends", "torch/_dynamo", "torch")
+                  "torch/amp", "torch/optim", "torch/autograd", "torch/backends", "torch/_dynamo", "torch/_inductor",
+                  "torch")
 TORCH_CPP_SKIP = re.compile(r"UCC|ProcessGroupMPI|/quantization/|/rpc/|/autograd/|Fake|Dummy|Test")
 
 
@@ -69,7 +75,7 @@ def torch_component(path: str) -> str:
     if path.startswith("torch/nn/parallel/"):
         return "torch_distributed"
     if path.startswith(("torch/utils/", "torch/nn/", "torch/amp/", "torch/cuda/amp/", "torch/optim/", "torch/autograd/",
-                        "torch/backends/", "torch/_dynamo/")) or path.count("/") == 1:
+                        "torch/backends/", "torch/_dynamo/", "torch/_inductor/")) or path.count("/") == 1:
         return "other"
     if path.startswith(("c10/cuda/", "torch/cuda/", "aten/src/ATen/")) or "CudaIPCTypes" in path or "CUDACachingAllocator" in path:
         return "cuda"
