@@ -43,7 +43,8 @@ from indexer.kb_loader import KnowledgeBase, LazyEntries, kb_digest, load_kb
 # 11: records whose words say only that a name does not exist / is not found / invalid no longer answer
 # 12: records that take a message of unrelated software (kb/unrelated/) no longer answer
 # 13: ... except NCCL's and RCCL's behind their own "NCCL WARN" head (a context rule on format)
-FORMAT = 13
+# 14: ... and UCX's, libfabric's, HIP's, DeepSpeed's, mmengine's and c10's behind theirs
+FORMAT = 14
 KEEP = 8
 SETTLED_NS = 2_000_000_000
 

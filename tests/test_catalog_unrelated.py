@@ -138,3 +138,32 @@ def test_a_marked_nccl_record_still_answers_behind_nccls_own_head():
         assert bool(patterns.matching(n.message, n.context)) is hit, line
     row.update(component="slurm", repo="SchedMD/slurm")
     assert not CatalogRecord.model_validate(row).answers  # no head of its own: silent
+
+
+def test_other_programs_own_heads_and_python_records_without_one():
+    """UCX's, libfabric's and c10's heads prove the program as NCCL's does; a Python record of
+    PyTorch has no head of its own (its lines come through Python's logging or a traceback)."""
+    from indexer.catalog.records import as_entry
+    from indexer.normalize import normalize_line
+    from indexer.patterns import PatternSet
+
+    base = _record("infiniband.x.y", "Failed to allocate memory", r"Failed\s+to\s+allocate\s+memory\s*$",
+                   "Failed to allocate memory")
+    cases = [
+        ("openucx/ucx", "src/uct/ib/base/ib_iface.c",
+         "[1612345678.123456] [gpu-7:5567:0]     ib_iface.c:99   UCX  ERROR Failed to allocate memory"),
+        ("ofiwg/libfabric", "prov/efa/src/efa_mr.c",
+         "libfabric:5567:1612345678::efa:mr:efa_mr_reg():210<warn> Failed to allocate memory"),
+        ("pytorch/pytorch", "torch/csrc/distributed/c10d/socket.cpp", "[W socket.cpp:531] Failed to allocate memory"),
+    ]
+    for repo, file, line in cases:
+        row = dict(base, repo=repo, file=file, unrelated="node: Failed to allocate memory")
+        rec = CatalogRecord.model_validate(row)
+        patterns = PatternSet([as_entry(rec)])
+        n = normalize_line(line)
+        assert rec.answers and patterns.matching(n.message, n.context), repo
+        bare = normalize_line("Failed to allocate memory")
+        assert not patterns.matching(bare.message, bare.context), repo
+    python = CatalogRecord.model_validate(dict(base, repo="pytorch/pytorch", file="torch/cuda/memory.py",
+                                               unrelated="node: Failed to allocate memory"))
+    assert not python.answers and python.own_head is None

@@ -71,12 +71,12 @@ class CatalogRecord(BaseModel):
     @property
     def own_head(self) -> Optional[str]:
         """For a record marked ``unrelated``: the context rule under which it still answers, when
-        its program prints a head no other program does (NCCL's and RCCL's ``host:pid:tid [dev]
-        NCCL WARN``, read into the ``format`` context by the normalizer): "Call to bind failed:
-        Address already in use" is anyone's, behind that head it is NCCL's."""
-        if self.unrelated and self.component.value in OWN_HEAD:
-            return OWN_HEAD[self.component.value]
-        return None
+        its program prints a head no other program does (``own_head``; NCCL's ``host:pid:tid
+        [dev] NCCL WARN``, UCX's, libfabric's ..., read into the ``format`` context by the
+        normalizer): "Call to bind failed: Address already in use" is anyone's, behind NCCL's
+        head it is NCCL's."""
+        head = own_head(self.component.value, self.repo, self.file) if self.unrelated else None
+        return head[0] if head else None
 
     @property
     def has_text(self) -> bool:
@@ -104,10 +104,34 @@ class CatalogRecord(BaseModel):
         return True
 
 
-# the normalizer's prefix rules that only NCCL and RCCL lines match ("nccl", "nccl_loose",
-# "nccl_located", "nccl_bare"; ``format`` joins the rules a line matched with "+")
-OWN_HEAD = {"nccl": r"(?:^|\+)nccl", "rccl": r"(?:^|\+)nccl"}
-OWN_HEAD_SAMPLE = {"nccl": "node-1:1234:1234 [0] NCCL WARN ", "rccl": "node-1:1234:1234 [0] NCCL WARN "}
+# Heads only one program prints, as the normalizer's prefix rules name them in the ``format``
+# context (it joins the rules a line matched with "+"), and a head of each for the records' own
+# examples: NCCL's and RCCL's "host:pid:tid [dev] NCCL WARN" (also what NCCL's net plugins print
+# through), UCX's "[time] [host:pid:tid] file:line UCX ERROR", libfabric's
+# "libfabric:pid:time:prov:subsys:func():line<level>", HIP's AMD_LOG_LEVEL head, DeepSpeed's and
+# mmengine's loggers, and c10's "[W file.cpp:line]" (PyTorch's C++ only)
+_NCCL_HEAD = (r"(?:^|\+)nccl", "node-1:1234:1234 [0] NCCL WARN ")
+OWN_HEAD_BY_COMPONENT = {"nccl": _NCCL_HEAD, "rccl": _NCCL_HEAD}
+OWN_HEAD_BY_REPO = {
+    "openucx/ucx": (r"(?:^|\+)ucx", "[1612345678.123456] [node-1:1234:0]     ib_iface.c:123  UCX  ERROR "),
+    "ofiwg/libfabric": (r"(?:^|\+)libfabric(?:$|\+)", "libfabric:1234:1612345678::efa:core:efa_foo():123<warn> "),
+    "ROCm/clr": (r"(?:^|\+)amd_log(?:$|\+)", ":1:hip_code_object.cpp:123 : 123456789 us: [pid:1234 tid:0x7f1234567890] "),
+    "deepspeedai/DeepSpeed": (r"(?:^|\+)deepspeed(?:$|\+)", "[2024-01-01 00:00:00,000] [INFO] [engine.py:100:__init__] "),
+    "open-mmlab/mmengine": (r"(?:^|\+)mmengine(?:$|\+)", "12/01 10:00:00 - mmengine - INFO - "),
+    "pytorch/pytorch": (r"(?:^|\+)c10(?:$|\+)", "[W socket.cpp:123] "),
+}
+
+
+def own_head(component: str, repo: str, file: str) -> tuple[str, str] | None:
+    """(context rule on ``format``, a sample head) of the head only this record's program
+    prints, if it has one (PyTorch's only for its C++ messages)."""
+    if component in OWN_HEAD_BY_COMPONENT:
+        return OWN_HEAD_BY_COMPONENT[component]
+    if repo == "pytorch/pytorch" and not file.endswith((".cpp", ".cc", ".h", ".hpp", ".cu")):
+        return None
+    return OWN_HEAD_BY_REPO.get(repo)
+
+
 _CONVERSION = re.compile(r"\{[^{}]*\}")
 _ONE_PLAIN_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+")  # an identifier such as cudaDriverVersion is not one
 _WORD = re.compile(r"[A-Za-z0-9_]+")
@@ -192,7 +216,8 @@ def as_entry(rec: CatalogRecord) -> PatternEntry:
         explanation=rec.explanation,
         action=rec.action,
         # behind its own head, where a marked record still answers (own_head)
-        examples=[Example(line=(OWN_HEAD_SAMPLE[rec.component.value] if rec.own_head else "") + rec.example.line)],
+        examples=[Example(line=(own_head(rec.component.value, rec.repo, rec.file)[1] if rec.own_head else "")
+                          + rec.example.line)],
         source=f"{rec.repo} {rec.file}",
         versions=version_span(rec.versions),
         context={"format": rec.own_head} if rec.own_head else {},
