@@ -413,13 +413,19 @@ def check_unrelated(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.kb_dir is None:
         return
     from indexer.catalog.lines import is_line_part
-    from indexer.catalog.unrelated import load_corpus, still_taken, taken
+    from indexer.catalog.unrelated import corpus_digest, load_corpus, still_taken, taken
+    from indexer.derived import derived_value
 
     corpus = load_corpus(ctx.kb_dir)
     if not corpus:
         return
     where = {l.entry.id: l for l in ctx.compiled if _is_record(l)}
-    found = taken(ctx.patterns, [l.entry for l in ctx.compiled], corpus, lambda e: e.id in where)
+    # ~15 s for 240,000 messages; kept per exact pattern list and corpus (indexer.derived), so
+    # a second check of the same KB reads the answer
+    items = [f"{l.entry.id}\0{l.entry.pattern}\0{sorted(l.entry.context.items())}" for l in ctx.compiled]
+    items.append("corpus\0" + corpus_digest(ctx.kb_dir))
+    found = derived_value("unrelated", lambda _items: taken(ctx.patterns, [l.entry for l in ctx.compiled], corpus,
+                                                            lambda e: e.id in where), items)
     for line_id, mark in sorted(found.items()):
         loaded = where[line_id]
         yield Finding(loaded.file, loaded.line, line_id, "unrelated",

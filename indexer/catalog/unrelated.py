@@ -271,3 +271,18 @@ def collect_binaries(files: Sequence[Path], out: Path) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(lzma.compress(text.encode("utf-8"), preset=9 | lzma.PRESET_EXTREME))
     return len(rows)
+
+
+def corpus_digest(kb_dir: Path) -> str:
+    """What a cached ``taken`` answer depends on besides the patterns: the corpus files and the
+    code that reads and normalises them."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parents[2]
+    for path in [*corpus_files(kb_dir), root / "indexer" / "normalize.py", Path(__file__)]:
+        try:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        except OSError:
+            digest.update(path.name.encode() + b"\0missing\0")
+    return digest.hexdigest()
