@@ -39,7 +39,10 @@ class BuildPyWithKB(build_py):
         data = Path(self.build_lib) / "indexer" / "_data"
         if (data / "kb").exists():
             shutil.rmtree(data / "kb")
-        shutil.copytree(source, data / "kb", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+        # kb/unrelated/ (other programs' messages, 2.5 MB) is read only by `kb check` and
+        # `catalog unrelated`, maintainers' commands run in a checkout; the marks it leads to
+        # are in the catalogue itself, so an installed explainer answers the same without it
+        shutil.copytree(source, data / "kb", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*", "unrelated"))
         # The catalogue is 74 MB of JSON lines; xz takes it to ~8 MB (gzip -9: ~12 MB, which put
         # the installed core over its 150 MB budget). Decompressing it costs ~0.4 s, once per KB
         # version (the loader's pickled cache is keyed by the files' digest); the loader reads
