@@ -81,7 +81,7 @@ def load_kb_cached(kb_dir: Path | str, cache_dir: Path | None = None) -> Knowled
     except Exception:  # missing, truncated, from another version: just load the YAML
         pass
     kb = load_kb(kb_dir)
-    from indexer.kb_check import compilable
+    from indexer.compiled import compilable
 
     kb.compiled = compilable(kb)
     _store(kb, path)
@@ -153,7 +153,7 @@ def _load_part(path: Path, kind: type, rebuild):
 
 
 def _parts(kb_dir: Path) -> tuple[tuple[dict, list, list], dict]:
-    from indexer.kb_check import compilable
+    from indexer.compiled import compilable
 
     kb = load_kb(kb_dir)
     kb.compiled = compilable(kb)

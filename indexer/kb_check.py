@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from indexer.decoders import DECODERS
+from indexer.compiled import compilable
 from indexer.kb_loader import Finding, KnowledgeBase, LoadedEntry, load_kb
 from indexer.normalize import normalize_line
 from indexer.patterns import PatternSet, compile_pattern
@@ -490,20 +491,6 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_asked,
     check_unrelated,
 ]
-
-
-def compilable(kb: KnowledgeBase, catalog: bool = True) -> list[LoadedEntry]:
-    """Entries whose patterns compile: curated ones, then (by default) catalogue records."""
-    out = []
-    for loaded in (kb.all_entries if catalog else kb.entries):
-        try:
-            compile_pattern(loaded.entry.pattern)
-            for rx in loaded.entry.context.values():
-                compile_pattern(rx)
-        except Exception:
-            continue
-        out.append(loaded)
-    return out
 
 
 def run_checks(kb_dir: Path) -> tuple[KnowledgeBase, list[Finding]]:

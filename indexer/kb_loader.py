@@ -148,7 +148,7 @@ class KnowledgeBase:
         self.files = files
         self._records = records if records is not None else {}
         self._catalog = catalog if catalog is not None else []
-        # ``kb_check.compilable(self)``, kept by the KB cache so a process does not compile
+        # ``compiled.compilable(self)``, kept by the KB cache so a process does not compile
         # every pattern again at start-up just to learn which ones compile (None: not computed)
         self._compiled = compiled
         # set on the first part of a KB from the cache: () -> (records with text, catalogue

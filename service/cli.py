@@ -199,19 +199,16 @@ def _cmd_catalog_link(args: argparse.Namespace) -> int:
 def _cmd_catalog_unrelated(args: argparse.Namespace) -> int:
     from indexer.catalog.unrelated import collect, collect_binaries, mark
 
-    if args.collect_binaries:
-        if len(args.collect_binaries) < 2:
-            print("explainlog catalog unrelated: --collect-binaries needs OUT and at least one file", file=sys.stderr)
+    for option, what, write in (("collect_binaries", "file", collect_binaries), ("collect", "package folder", collect)):
+        given = getattr(args, option)
+        if not given:
+            continue
+        if len(given) < 2:
+            print(f"explainlog catalog unrelated: --{option.replace('_', '-')} needs OUT and at least one {what}",
+                  file=sys.stderr)
             return 2
-        n = collect_binaries([Path(p) for p in args.collect_binaries[1:]], Path(args.collect_binaries[0]))
-        print(f"{n} messages written to {args.collect_binaries[0]}")
-        return 0
-    if args.collect:
-        if len(args.collect) < 2:
-            print("explainlog catalog unrelated: --collect needs OUT and at least one package folder", file=sys.stderr)
-            return 2
-        n = collect([Path(p) for p in args.collect[1:]], Path(args.collect[0]))
-        print(f"{n} messages written to {args.collect[0]}")
+        n = write([Path(p) for p in given[1:]], Path(given[0]))
+        print(f"{n} messages written to {given[0]}")
         return 0
     lines, marked, unmarked = mark(Path(args.kb))
     if not lines:

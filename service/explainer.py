@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Hashable, Sequence
 from indexer import paths
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.catalog.records import pattern_tier, source_of
-from indexer.kb_check import compilable
+from indexer.compiled import compilable
 from indexer.kb_cache import load_kb_cached
 from indexer.kb_loader import KnowledgeBase
 from indexer.normalize import EXCEPTION_PREFIX, NormalizedLine, mask_message, normalize_line

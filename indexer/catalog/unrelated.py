@@ -174,20 +174,12 @@ def _marked_taken(kb_dir: Path, corpus: Sequence[tuple[str, str]]) -> dict[str, 
 def mark(kb_dir: Path) -> tuple[int, int, int]:
     """``explainlog catalog unrelated``: find the answering records that take a corpus message
     and write the marks. Returns (corpus lines, newly marked, unmarked)."""
+    from indexer.compiled import compilable
     from indexer.kb_loader import load_kb
 
     corpus = load_corpus(kb_dir)
     kb = load_kb(kb_dir)
-    # what kb check's ``compilable`` keeps (not imported: kb check imports this module)
-    compiled = []
-    for loaded in kb.all_entries:
-        try:
-            compile_pattern(loaded.entry.pattern)
-            for rx in loaded.entry.context.values():
-                compile_pattern(rx)
-        except Exception:
-            continue
-        compiled.append(loaded)
+    compiled = compilable(kb)
     records = {l.entry.id for l in compiled if l.file.endswith((".jsonl", ".jsonl.gz", ".jsonl.xz"))}
     found = taken(PatternSet([l.entry for l in compiled]), [l.entry for l in compiled], corpus,
                   lambda e: e.id in records)
