@@ -1809,3 +1809,38 @@ def test_code_under_if_0_prints_nothing():
     found = {o.pieces[0].strip(): o.line for o in slurm_file("src/slurmctld/x.c", src)}
     assert set(found) == {"new path taken for", "kept under if 1 for"}
     assert found["new path taken for"] == 9 and found["kept under if 1 for"] == 15
+
+
+def test_megatron_reads_its_old_series_and_top_level_scripts_in_release_order():
+    """Megatron-LM's v1.0-v2.6 and 23.04/23.06 tags come before its core_v0.x tags (the
+    seeds line "> initializing model parallel cuda seeds ..." exists only there), and the
+    training scripts at the top of the tree ("building GPT model ...") are read."""
+    from indexer.catalog.spec import PY_PROJECTS
+    from indexer.catalog.versions import version_key
+
+    tags = ["core_v0.10.0", "v0.15.3", "23.04", "v2.6", "core_v0.4.0", "v1.0", "24.09-alpha.rc0", "23.06", "NVLM-1.0"]
+    project = PY_PROJECTS["megatron"]
+    assert sorted(project.tags(tags), key=version_key) == ["v1.0", "v2.6", "23.04", "23.06", "core_v0.4.0", "core_v0.10.0"]
+    assert version_key("v2.19.3-1") == (2, 19, 3, 1)  # other projects' tags keep their plain order
+    assert "pretrain_gpt.py" in project.under and "gpt_builders.py" in project.under
+    src = "from megatron.training import print_rank_0\n\ndef model_provider():\n    print_rank_0('building GPT model ...')\n    print('plain print in a script')\n"
+    found = {"".join(p if isinstance(p, str) else "{}" for p in o.pieces) for o in python_file("pretrain_gpt.py", src, project.dialect)}
+    assert {"building GPT model ...", "plain print in a script"} <= found
+
+
+def test_deepspeed_reads_the_triton_matmul_cache_check_but_not_other_inference_kernels():
+    """``import deepspeed`` with Triton installed loads triton/matmul_ext.py, whose cache check
+    prints "Warning: The cache directory for DeepSpeed Triton autotune, ..., appears to be on an
+    NFS system ..."; the rest of the inference kernels stays out."""
+    from indexer.catalog.spec import PY_PROJECTS
+
+    project = PY_PROJECTS["deepspeed"]
+    ext = "deepspeed/ops/transformer/inference/triton/matmul_ext.py"
+    assert not project.skip.search(ext)
+    assert project.skip.search("deepspeed/ops/transformer/inference/triton/attention.py")
+    assert project.skip.search("deepspeed/ops/transformer/inference/ds_attention.py")
+    src = ("class TritonCacheDir:\n    @staticmethod\n    def warn_if_nfs(cache_dir):\n        print(\n"
+           "            f\"Warning: The cache directory for DeepSpeed Triton autotune, {cache_dir}, appears to be on an NFS system.\"\n"
+           "        )\n")
+    found = {"".join(p if isinstance(p, str) else "{}" for p in o.pieces) for o in python_file(ext, src, project.dialect)}
+    assert "Warning: The cache directory for DeepSpeed Triton autotune, {}, appears to be on an NFS system." in found

@@ -126,9 +126,13 @@ PY_PROJECTS: dict[str, PyProject] = {
         "deepspeed", "deepspeedai/DeepSpeed", _final_tags(r"v\d+\.\d+\.\d+", (0, 3)),
         ("deepspeed", "op_builder", "accelerator"),
         # inference kernels, model injection policies and compression are not what training
-        # logs print; the runtime, ZeRO, launcher, comm, checkpoints, accelerator and op builds are
+        # logs print; the runtime, ZeRO, launcher, comm, checkpoints, accelerator and op builds are;
+        # so is the Triton matmul's cache-directory check, which runs on ``import deepspeed``
+        # wherever Triton is installed ("... DeepSpeed Triton autotune, ..., appears to be on an
+        # NFS system ...", from v0.15.0)
         re.compile(_SKIP_TESTS + r"|^deepspeed/(?:inference|model_implementations|module_inject|compression"
-                   r"|autotuning|linear|inference_v2|nebula|ops/transformer/inference|compile|ops/sparse_attention)/"),
+                   r"|autotuning|linear|inference_v2|nebula|ops/transformer/inference(?!/triton/matmul_ext\.py$)"
+                   r"|compile|ops/sparse_attention)/"),
         Dialect(
             helpers={"log_dist": Helper(level=None, anchored=False), "print_rank_0": Helper(),
                      "print_json_dist": Helper(), "warning_once": Helper(level="warning"),
@@ -138,6 +142,7 @@ PY_PROJECTS: dict[str, PyProject] = {
                      # unless the caller passes another function
                      "self.logging": Helper(level="info")},
             print_paths=("deepspeed/launcher/", "op_builder/", "deepspeed/env_report.py", "accelerator/",
+                         "deepspeed/ops/transformer/inference/triton/matmul_ext.py",
                          "deepspeed/ops/op_builder/", "deepspeed/utils/", "deepspeed/runtime/"),
             # ``assert cond, "message"`` where DeepSpeed checks its config and the engine's use
             # ("Check batch related parameters. train_batch_size is not equal to ...")
@@ -147,8 +152,14 @@ PY_PROJECTS: dict[str, PyProject] = {
     ),
     "megatron": PyProject(
         "megatron", "NVIDIA/Megatron-LM",
-        lambda tags: [t for t in tags if re.fullmatch(r"core_v\d+\.\d+\.\d+", t)],
-        ("megatron",),
+        # the core_v releases, and before them v1.0-v2.6 and the 23.04/23.06 container tags:
+        # the code Megatron-DeepSpeed and most forks still run ("> initializing model parallel
+        # cuda seeds ..." is only there)
+        lambda tags: [t for t in tags if re.fullmatch(r"core_v\d+\.\d+\.\d+|v[12]\.\d+|23\.0[46]", t)],
+        # the package, and the training scripts and model builders at the top of the tree, which
+        # print the start-up lines ("building GPT model ...", "> finished creating GPT datasets ...")
+        ("megatron", "pretrain_gpt.py", "pretrain_gpt2.py", "pretrain_bert.py", "pretrain_t5.py", "pretrain_mamba.py",
+         "pretrain_hybrid.py", "gpt_builders.py", "mamba_builders.py", "hybrid_builders.py", "model_provider.py"),
         re.compile(_SKIP_TESTS + r"|^megatron/(?:core/)?(?:inference|export|post_training|rl)/"
                    r"|^megatron/(?:core/)?models/(?:multimodal|vision|mamba|retro|T5|bert)"),
         Dialect(
@@ -156,7 +167,8 @@ PY_PROJECTS: dict[str, PyProject] = {
                      "log_single_rank": Helper(msg_arg=2, level=None, level_arg=1, printf=True, anchored=False),
                      "log_on_each_pipeline_stage": Helper(msg_arg=2, level=None, level_arg=1, printf=True,
                                                           anchored=False)},
-            print_paths=("megatron/",),
+            print_paths=("megatron/", "pretrain_", "gpt_builders.py", "mamba_builders.py", "hybrid_builders.py",
+                         "model_provider.py"),
             assert_paths=(r"(?:^|/)arguments\.py$", r"^megatron/training/", r"transformer_config\.py$",
                           r"model_parallel_config\.py$", r"^megatron/core/parallel_state\.py$",
                           # the tensor-parallel layers check their inputs' shapes against the TP size
