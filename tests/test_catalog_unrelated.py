@@ -40,6 +40,23 @@ def _kb(tmp_path: Path) -> Path:
     return kb
 
 
+def _silent_but_behind_its_logger(row: dict, line: str) -> bool:
+    """A marked record answers nothing on the bare line; a Python record of PyTorch still
+    answers behind its package's logger name (``records.OWN_LOGGER_BY_REPO``)."""
+    from indexer.catalog.records import as_entry, own_head
+    from indexer.normalize import normalize_line
+    from indexer.patterns import PatternSet
+
+    rec = CatalogRecord.model_validate(row)
+    if not rec.answers:
+        return True
+    head = own_head(rec.component.value, rec.repo, rec.file)
+    assert head is not None and head[0] == "logger"
+    patterns = PatternSet([as_entry(rec)])
+    bare, logged = normalize_line(line), normalize_line(head[2] + line)
+    return not patterns.matching(bare.message, bare.context) and bool(patterns.matching(logged.message, logged.context))
+
+
 def _rows(kb: Path) -> dict[str, dict]:
     return {r["id"]: r for r in map(json.loads, (kb / "catalog" / "other.jsonl").read_text().splitlines())}
 
@@ -52,7 +69,7 @@ def test_a_record_taking_another_programs_message_is_marked_and_answers_nothing(
     rows = _rows(kb)
     assert rows["other.x.generic"]["unrelated"] == "pip: url does not support range requests"
     assert "unrelated" not in rows["other.x.specific"]
-    assert not CatalogRecord.model_validate(rows["other.x.generic"]).answers
+    assert _silent_but_behind_its_logger(rows["other.x.generic"], "url does not support range requests")
     assert CatalogRecord.model_validate(rows["other.x.specific"]).answers
     _, findings = run_checks(kb)
     assert not [f for f in findings if f.check == "unrelated"]
@@ -84,7 +101,7 @@ def test_the_shipped_corpus_silences_generic_phrases():
         if r["format"] == "{device_name} does not support {dtype}":
             rows[r["id"]] = r
     assert rows and all(r.get("unrelated") for r in rows.values())
-    assert not any(CatalogRecord.model_validate(r).answers for r in rows.values())
+    assert all(_silent_but_behind_its_logger(r, "url does not support range requests") for r in rows.values())
 
 
 def test_a_mark_goes_when_the_corpus_no_longer_holds_a_line_its_record_takes(tmp_path):
@@ -110,9 +127,10 @@ def test_one_printed_line_of_a_multi_line_message_is_marked_alone(tmp_path):
     assert mark(kb) == (1, 1, 0)
     stored = _rows(kb)["torch_distributed.flat_param.x"]
     assert "unrelated" not in stored and list(stored["unrelated_lines"]) == ["line2"]
-    answering = {rec.id: rec.answers for rec, _, _ in load_catalog(kb)[0]}
-    assert answering == {"torch_distributed.flat_param.x": True, "torch_distributed.flat_param.x.line1": True,
-                         "torch_distributed.flat_param.x.line2": False}
+    answering = {rec.id: (rec.answers, rec.own_head) for rec, _, _ in load_catalog(kb)[0]}
+    # the second line answers only behind PyTorch's logger name
+    assert answering == {"torch_distributed.flat_param.x": (True, None), "torch_distributed.flat_param.x.line1": (True, None),
+                         "torch_distributed.flat_param.x.line2": (True, r"^torch(?:\.|$)")}
     _, findings = run_checks(kb)
     assert not [f for f in findings if f.check == "unrelated"]
 
@@ -141,8 +159,8 @@ def test_a_marked_nccl_record_still_answers_behind_nccls_own_head():
 
 
 def test_other_programs_own_heads_and_python_records_without_one():
-    """UCX's, libfabric's and c10's heads prove the program as NCCL's does; a Python record of
-    PyTorch has no head of its own (its lines come through Python's logging or a traceback)."""
+    """UCX's, libfabric's and c10's heads prove the program as NCCL's does, and for a Python
+    record the name of its package's logger; a project with neither stays silent."""
     from indexer.catalog.records import as_entry
     from indexer.normalize import normalize_line
     from indexer.patterns import PatternSet
@@ -164,6 +182,21 @@ def test_other_programs_own_heads_and_python_records_without_one():
         assert rec.answers and patterns.matching(n.message, n.context), repo
         bare = normalize_line("Failed to allocate memory")
         assert not patterns.matching(bare.message, bare.context), repo
-    python = CatalogRecord.model_validate(dict(base, repo="pytorch/pytorch", file="torch/cuda/memory.py",
+    # a Python record's own head is its package's logger name (``logging.getLogger(__name__)``),
+    # as Python's basic logging format shows it; bare, or under another package's logger, silent
+    for repo, file, logger in (("pytorch/pytorch", "torch/cuda/memory.py", "torch.cuda.memory"),
+                               ("NVIDIA/Megatron-LM", "megatron/core/datasets/indexed_dataset.py",
+                                "megatron.core.datasets.indexed_dataset")):
+        python = CatalogRecord.model_validate(dict(base, repo=repo, file=file, unrelated="node: Failed to allocate memory"))
+        assert python.answers and python.own_head, repo
+        patterns = PatternSet([as_entry(python)])
+        for line, hit in ((f"WARNING:{logger}:Failed to allocate memory", True),
+                          ("Failed to allocate memory", False),
+                          ("WARNING:urllib3.connectionpool:Failed to allocate memory", False),
+                          (f"WARNING:{logger.split('.')[0]}vision.io:Failed to allocate memory", False)):
+            n = normalize_line(line)
+            assert bool(patterns.matching(n.message, n.context)) is hit, (repo, line)
+    # a record of a project with no head of any kind stays silent once marked
+    silent = CatalogRecord.model_validate(dict(base, repo="SchedMD/slurm", file="src/common/x.c",
                                                unrelated="node: Failed to allocate memory"))
-    assert not python.answers and python.own_head is None
+    assert not silent.answers and silent.own_head is None

@@ -76,7 +76,7 @@ class CatalogRecord(BaseModel):
         normalizer): "Call to bind failed: Address already in use" is anyone's, behind NCCL's
         head it is NCCL's."""
         head = own_head(self.component.value, self.repo, self.file) if self.unrelated else None
-        return head[0] if head else None
+        return head[1] if head else None
 
     @property
     def has_text(self) -> bool:
@@ -122,14 +122,37 @@ OWN_HEAD_BY_REPO = {
 }
 
 
-def own_head(component: str, repo: str, file: str) -> tuple[str, str] | None:
-    """(context rule on ``format``, a sample head) of the head only this record's program
-    prints, if it has one (PyTorch's only for its C++ messages)."""
+# Python's logging names the module that logs (``logging.getLogger(__name__)``): behind a head
+# that shows the logger's name, "INFO:megatron.core.datasets.indexed_dataset:Load the ...", read
+# into the ``logger`` context by the normalizer, the message is that package's ("Load the {x}
+# from {y}" alone is gdb's too). For the projects whose records have no logging head of their own
+OWN_LOGGER_BY_REPO = {
+    "NVIDIA/Megatron-LM": ("megatron", "megatron.core.module"),
+    "pytorch/pytorch": ("torch", "torch.distributed.module"),
+    "huggingface/transformers": ("transformers", "transformers.module"),
+    "huggingface/accelerate": ("accelerate", "accelerate.module"),
+    "InternLM/xtuner": ("xtuner", "xtuner.module"),
+    "Lightning-AI/pytorch-lightning": ("(?:lightning|pytorch_lightning|lightning_fabric)", "lightning.pytorch.module"),
+}
+_PY_SUFFIXES = (".py",)
+_CPP_SUFFIXES = (".cpp", ".cc", ".h", ".hpp", ".cu")
+
+
+def own_head(component: str, repo: str, file: str) -> tuple[str, str, str] | None:
+    """(context key, rule on it, a sample head) of the head only this record's program prints,
+    if it has one: the ``format`` of a head like NCCL's, or for a Python record the ``logger``
+    its package logs under (PyTorch's c10 head only for its C++ messages)."""
     if component in OWN_HEAD_BY_COMPONENT:
-        return OWN_HEAD_BY_COMPONENT[component]
-    if repo == "pytorch/pytorch" and not file.endswith((".cpp", ".cc", ".h", ".hpp", ".cu")):
+        return ("format",) + OWN_HEAD_BY_COMPONENT[component]
+    python = file.endswith(_PY_SUFFIXES)
+    if repo == "pytorch/pytorch" and not python and not file.endswith(_CPP_SUFFIXES):
         return None
-    return OWN_HEAD_BY_REPO.get(repo)
+    if repo in OWN_HEAD_BY_REPO and not (repo == "pytorch/pytorch" and python):
+        return ("format",) + OWN_HEAD_BY_REPO[repo]
+    if python and repo in OWN_LOGGER_BY_REPO:
+        package, sample = OWN_LOGGER_BY_REPO[repo]
+        return ("logger", rf"^{package}(?:\.|$)", f"INFO:{sample}:")
+    return None
 
 
 _CONVERSION = re.compile(r"\{[^{}]*\}")
@@ -216,11 +239,11 @@ def as_entry(rec: CatalogRecord) -> PatternEntry:
         explanation=rec.explanation,
         action=rec.action,
         # behind its own head, where a marked record still answers (own_head)
-        examples=[Example(line=(own_head(rec.component.value, rec.repo, rec.file)[1] if rec.own_head else "")
+        examples=[Example(line=(own_head(rec.component.value, rec.repo, rec.file)[2] if rec.own_head else "")
                           + rec.example.line)],
         source=f"{rec.repo} {rec.file}",
         versions=version_span(rec.versions),
-        context={"format": rec.own_head} if rec.own_head else {},
+        context={own_head(rec.component.value, rec.repo, rec.file)[0]: rec.own_head} if rec.own_head else {},
     )
 
 
