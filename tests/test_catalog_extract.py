@@ -1844,3 +1844,29 @@ def test_deepspeed_reads_the_triton_matmul_cache_check_but_not_other_inference_k
            "        )\n")
     found = {"".join(p if isinstance(p, str) else "{}" for p in o.pieces) for o in python_file(ext, src, project.dialect)}
     assert "Warning: The cache directory for DeepSpeed Triton autotune, {}, appears to be on an NFS system." in found
+
+
+def test_nvidia_peermem_errors_carry_the_module_function_and_line_head():
+    """nvidia-peermem's peer_err prints "nvidia-peermem <function>:<line> ERROR <message>"
+    (printk KERN_ERR with __FUNCTION__ and __LINE__); the macro's own definition is no message."""
+    from indexer.catalog.extract import nvidia_file
+
+    src = textwrap.dedent('''\
+        #define peer_err(FMT, ARGS...) printk(KERN_ERR "nvidia-peermem" " %s:%d ERROR " FMT, __FUNCTION__, __LINE__, ## ARGS)
+        static void nv_get_p2p_free_callback(void *data)
+        {
+            if (!nv_mem_context) {
+                peer_err("detected invalid context, skipping further processing\\n");
+            }
+            if (ret)
+                peer_err("nv_get_p2p_free_callback -- error %d while calling nvidia_p2p_free_dma_mapping()\\n", ret);
+        }
+        ''')
+    occs = nvidia_file("kernel-open/nvidia-peermem/nvidia-peermem.c", src)
+    assert len(occs) == 2 and {o.level for o in occs} == {"ERROR"}
+    merged = collect("cuda", "NVIDIA/open-gpu-kernel-modules",
+                     [_one_file_tree("595.45.04", "kernel-open/nvidia-peermem/nvidia-peermem.c", src)], nvidia_file)
+    patterns = [re2.compile(to_record(m, {})["pattern"]) for m in merged.values()]
+    line = "nvidia-peermem nv_get_p2p_free_callback:139 ERROR detected invalid context, skipping further processing"
+    assert any(p.search(line) for p in patterns)
+    assert not any(p.search("nv_get_p2p_free_callback:139 detected invalid context") for p in patterns)

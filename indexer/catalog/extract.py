@@ -547,7 +547,10 @@ def libfabric_file(path: str, text: str) -> list[Occurrence]:
 # driver (src/nvidia/Makefile defines NV_PRINTF_STRINGS_ALLOWED=1) and, in a release build,
 # prints LEVEL_ERROR and above (nvlog_printf.c: debuglevel_min) as "NVRM: <function>: <message>"
 # (RmMsgPrefix; later releases put "GPU<n> " before the function when one is current).
-NVIDIA_CALLS = r"nv_printf|NV_DEV_PRINTF|NV_DEV_PRINTF_STATUS|portDbgPrintf|NV_PRINTF"
+# nvidia-peermem (kernel-open/nvidia-peermem, the GPUDirect RDMA bridge to the InfiniBand stack)
+# prints its errors with peer_err: printk(KERN_ERR "nvidia-peermem %s:%d ERROR " fmt,
+# __FUNCTION__, __LINE__, ...); its peer_trace is compiled out unless NV_MEM_DEBUG is defined.
+NVIDIA_CALLS = r"nv_printf|NV_DEV_PRINTF|NV_DEV_PRINTF_STATUS|portDbgPrintf|NV_PRINTF|peer_err"
 NV_PRINTF_LEVEL = {"LEVEL_ERROR": "ERROR", "LEVEL_HW_ERROR": "ERROR", "LEVEL_FATAL": "FATAL"}
 NVIDIA_LEVEL = {"NV_DBG_ERRORS": "ERROR", "NV_DBG_WARNINGS": "WARN", "NV_DBG_USERERRORS": "WARN",
                 "NV_DBG_SETUP": "INFO", "NV_DBG_INFO": "INFO"}
@@ -564,7 +567,7 @@ def nvidia_file(path: str, text: str) -> list[Occurrence]:
     for call in src.calls(NVIDIA_CALLS):
         # inside a #define, a call's arguments carry the backslash line continuations
         name, args = call.name, [re.sub(r"\\\n\s*", " ", a).strip() for a in call.args]
-        if name == "portDbgPrintf":
+        if name in ("portDbgPrintf", "peer_err"):
             if not args:
                 continue
             level, fmt_arg, rest = "ERROR", args[0], args[1:]
@@ -593,12 +596,16 @@ def nvidia_file(path: str, text: str) -> list[Occurrence]:
         pieces = printf_from_args(fmt_arg, expanded)
         if not pieces:
             continue
-        if name == "NV_PRINTF":
+        if name == "peer_err":
+            if not call.function or call.function in src.define_names():
+                continue  # the macro's own definition
+            pieces = ["nvidia-peermem ", call.function, ":", Slot("uint", "__LINE__"), " ERROR ", *pieces]
+        elif name == "NV_PRINTF":
             # __FUNCTION__ of the function it is in; inside a macro, of the function using it
             func = Slot("cident", "function") if call.function in src.define_names() or not call.function \
                 else call.function
             pieces = ["NVRM: ", func, ": ", *pieces]
-        elif name != "nv_printf" and name != "portDbgPrintf":
+        elif name not in ("nv_printf", "portDbgPrintf", "peer_err"):
             pieces = ["NVRM: GPU ", Slot("str", "pci_dev"), ": ", *pieces]
         if name == "NV_DEV_PRINTF_STATUS":
             last = pieces[-1]

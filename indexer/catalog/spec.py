@@ -316,7 +316,8 @@ def nvidia_tags(tags: list[str]) -> list[str]:
 # fallen off the bus) and its robust-channel code, which prints the Xid reports
 # kernel-open: the kernel interface layer; src/nvidia: the RM itself (its CPU-side part: what
 # GSP firmware runs is not in the repository)
-NVIDIA_UNDER = ("kernel-open/nvidia", "src/nvidia/arch/nvalloc", "src/nvidia/src/kernel")
+# kernel-open/nvidia-peermem: the GPUDirect RDMA bridge NCCL's IB transport uses (its peer_err lines)
+NVIDIA_UNDER = ("kernel-open/nvidia", "kernel-open/nvidia-peermem", "src/nvidia/arch/nvalloc", "src/nvidia/src/kernel")
 NVIDIA_SKIP = re.compile(r"/(?:tests?)/|nv-dsi-parse-panel-props\.c$|nv-(?:gpio|i2c|imp|clk|backlight|dsi|hdmi)")
 
 
