@@ -10,12 +10,15 @@ from indexer.kb_loader import KnowledgeBase, LoadedEntry
 from indexer.patterns import compile_pattern
 
 
-def compilable(kb: KnowledgeBase, catalog: bool = True) -> list[LoadedEntry]:
-    """Entries whose patterns compile: curated ones, then (by default) catalogue records."""
+def compilable(kb: KnowledgeBase, catalog: bool = True, keep: dict | None = None) -> list[LoadedEntry]:
+    """Entries whose patterns compile: curated ones, then (by default) catalogue records.
+    ``keep``: filled with pattern -> compiled regex, for a caller that uses them next (kb check)."""
     out = []
     for loaded in (kb.all_entries if catalog else kb.entries):
         try:
-            compile_pattern(loaded.entry.pattern)
+            rx = compile_pattern(loaded.entry.pattern)
+            if keep is not None:
+                keep[loaded.entry.pattern] = rx
             for rx in loaded.entry.context.values():
                 compile_pattern(rx)
         except Exception:

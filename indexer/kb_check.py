@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -27,6 +27,15 @@ class CheckContext:
     compiled: list[LoadedEntry]  # entries whose pattern compiles, in KB order
     patterns: PatternSet
     kb_dir: Path | None = None
+    # pattern -> compiled regex, for the patterns ``compilable`` compiled: checks that need a
+    # pattern's regex take it here instead of compiling 58,000 patterns a second time
+    regexes: dict = field(default_factory=dict)
+
+    def regex(self, pattern: str):
+        rx = self.regexes.get(pattern)
+        if rx is None:
+            rx = self.regexes[pattern] = compile_pattern(pattern)
+        return rx
 
 
 def _finding(loaded: LoadedEntry, check: str, message: str, *path: object) -> Finding:
@@ -173,7 +182,9 @@ def check_catalog(ctx: CheckContext) -> Iterator[Finding]:
     curated_ids = {l.entry.id for l in ctx.kb.entries}
     from indexer.catalog.records import load_catalog
 
-    loaded_records, _ = load_catalog(ctx.kb_dir) if ctx.kb_dir else ([], [])
+    loaded_records = getattr(ctx.kb, "record_rows", None)
+    if loaded_records is None:  # a KB not read by load_kb (the cache): read the files again
+        loaded_records = load_catalog(ctx.kb_dir)[0] if ctx.kb_dir else []
     seen: dict[str, str] = {}
     for rec, file, line in loaded_records:
         where = f"{file}:{line}"
@@ -188,7 +199,7 @@ def check_catalog(ctx: CheckContext) -> Iterator[Finding]:
         elif rec.severity != Severity.info and rec.action is None:
             yield Finding(file, line, rec.id, "catalog", f"severity {rec.severity.value} needs an action")
         try:
-            rx = compile_pattern(rec.pattern)
+            rx = ctx.regex(rec.pattern)
         except Exception as exc:
             yield Finding(file, line, rec.id, "catalog", f"pattern does not compile under RE2: {exc}")
             continue
@@ -208,7 +219,7 @@ def check_catalog(ctx: CheckContext) -> Iterator[Finding]:
     linkers: dict[str, list] = defaultdict(list)
     for loaded in curated:
         for fid in loaded.entry.formats:
-            linkers[fid].append(compile_pattern(loaded.entry.pattern))
+            linkers[fid].append(ctx.regex(loaded.entry.pattern))
     for loaded in curated:
         entry = loaded.entry
         for n, fid in enumerate(entry.formats):
@@ -216,7 +227,7 @@ def check_catalog(ctx: CheckContext) -> Iterator[Finding]:
             if rec is None:
                 yield _finding(loaded, "formats", f"links unknown catalogue record {fid!r}", "formats", n)
                 continue
-            own = compile_pattern(rec.pattern)
+            own = ctx.regex(rec.pattern)
             if not any(own.search(normalize_line(e.line).message) for e in entry.examples):
                 yield _finding(loaded, "formats", f"no example of the entry is printed by linked format {fid}", "formats", n)
                 continue
@@ -496,8 +507,11 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
 def run_checks(kb_dir: Path) -> tuple[KnowledgeBase, list[Finding]]:
     """Load the KB and run every check; schema and YAML problems come first."""
     kb = load_kb(kb_dir)
-    compiled = compilable(kb)
-    ctx = CheckContext(kb=kb, compiled=compiled, patterns=PatternSet([l.entry for l in compiled]), kb_dir=Path(kb_dir))
+    regexes: dict = {}
+    compiled = compilable(kb, keep=regexes)
+    patterns = PatternSet([l.entry for l in compiled])
+    patterns.adopt_compiled(regexes)
+    ctx = CheckContext(kb=kb, compiled=compiled, patterns=patterns, kb_dir=Path(kb_dir), regexes=regexes)
     findings = list(kb.findings)
     for check in CHECKS:
         findings.extend(check(ctx))

@@ -151,6 +151,9 @@ class KnowledgeBase:
         # ``compiled.compilable(self)``, kept by the KB cache so a process does not compile
         # every pattern again at start-up just to learn which ones compile (None: not computed)
         self._compiled = compiled
+        # every record as read, duplicates included, with its file and line: (record, file,
+        # line), set by load_kb for kb check (None: a KB from the cache, which keeps one per id)
+        self.record_rows: list | None = None
         # set on the first part of a KB from the cache: () -> (records with text, catalogue
         # entries, compiled catalogue), and () -> the records still awaiting text
         self._rest: Callable[[], tuple[dict, list, list]] | None = None
@@ -414,14 +417,16 @@ def load_kb(kb_dir: Path) -> KnowledgeBase:
                     )
                 continue
             entries.append(LoadedEntry(entry=entry, file=shown, line=line, positions=positions))
-    records, catalog = _load_catalog(kb_dir, findings)
-    return KnowledgeBase(
+    records, catalog, rows = _load_catalog(kb_dir, findings)
+    kb = KnowledgeBase(
         entries=entries, findings=findings, digest=kb_digest(kb_dir), files=files,
         records=records, catalog=catalog,
     )
+    kb.record_rows = rows
+    return kb
 
 
-def _load_catalog(kb_dir: Path, findings: list[Finding]) -> tuple[dict, list[LoadedEntry]]:
+def _load_catalog(kb_dir: Path, findings: list[Finding]) -> tuple[dict, list[LoadedEntry], list]:
     from indexer.catalog.records import as_entry, load_catalog
 
     loaded, problems = load_catalog(kb_dir)
@@ -438,4 +443,4 @@ def _load_catalog(kb_dir: Path, findings: list[Finding]) -> tuple[dict, list[Loa
                 findings.append(Finding(shown, number, rec.id, "catalog", str(exc.errors()[0]["msg"])))
                 continue
             catalog.append(LoadedEntry(entry=entry, file=shown, line=number))
-    return records, catalog
+    return records, catalog, loaded

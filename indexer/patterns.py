@@ -436,6 +436,14 @@ class PatternSet:
             return True
         return all(key in context and rx.search(context[key]) for key, rx in rules)
 
+    def adopt_compiled(self, regexes: dict) -> None:
+        """Take regexes already compiled elsewhere (pattern -> regex) instead of compiling
+        them again on first use."""
+        for index, pattern in enumerate(self._patterns):
+            rx = regexes.get(pattern)
+            if rx is not None and self._compiled[index] is None:
+                self._compiled[index] = rx
+
     def compiled(self, index: int):
         rx = self._compiled[index]
         if rx is None:
