@@ -87,6 +87,7 @@ class Engine:
         self._decoded: dict[tuple, tuple[str, str] | None] = {}  # (field spec, value) -> decoding
         self._escaped: dict[str, bytes] = {}  # field value -> its JSON string body
         self._field_answers: dict[tuple, tuple[Answer, dict]] = {}  # (entry, message) -> (answer, fields)
+        self._facts: dict[int, tuple[bool, tuple[str, ...]]] = {}  # entry -> _entry_facts
         # the patterns and context rules come from the pattern set, so the engine's analyses do
         # not unpickle every catalogue entry (only the entries lines actually hit are read)
         self.proofs = ShapeProofs.of(explainer)  # shared by the engines of this explainer
@@ -149,15 +150,15 @@ class Engine:
             shape.runs_ok = {text[runs[0][0]:runs[-1][1]]: True}
             shape.pointer_hits = self.proofs.pointer_hits(normalized.message)
         if hits:
-            if not self.explainer.patterns.group_names(hits[0]):
+            has_groups, used = self._entry_facts(hits[0])
+            if not has_groups:
                 answer = self.explainer.explain_many([text], semantic=False)[0]
                 shape.mode, shape.answer = FIXED, Answer(answer, None)
             else:
                 # Texts are filled per line (_values_answer); the shape keeps what does not
                 # vary: candidates and source, as the spine's answer gives them.
                 entry = self.explainer.entries[hits[0]]
-                used = sorted(text_names(entry))
-                shape.mode, shape.entry, shape.used = FIELDS, hits[0], tuple(used)
+                shape.mode, shape.entry, shape.used = FIELDS, hits[0], used
                 shape.candidates = self.explainer.regex_candidates(hits)
                 source = self.explainer.source(entry, normalized.message)
                 shape.tail = orjson.dumps({"candidates": shape.candidates, "source": source})[1:-1]
@@ -187,6 +188,16 @@ class Engine:
         else:
             shape.mode = PENDING
         return shape
+
+    def _entry_facts(self, index: int) -> tuple[bool, tuple[str, ...]]:
+        """(whether entry ``index``'s pattern has groups, the fields its texts use), once per
+        entry: a log's new shapes hit the same few hundred entries over and over."""
+        facts = self._facts.get(index)
+        if facts is None:
+            has_groups = bool(self.explainer.patterns.group_names(index))
+            used = tuple(sorted(text_names(self.explainer.entries[index]))) if has_groups else ()
+            facts = self._facts[index] = (has_groups, used)
+        return facts
 
     def _should_verify(self) -> bool:
         if self.verify == "all":
