@@ -288,6 +288,7 @@ PROJECT_SOURCE = textwrap.dedent('''
         print_rank_0(f"> building {args.tokenizer_type} tokenizer ...")
         log_single_rank(logger, logging.WARNING, "Dataset %s has %d samples", name, n)
         log_dist(f"Using {kind} optimizer", ranks=[0], level=logging.WARNING)
+        log_dist(message=f"Saving model checkpoint: {save_path}", ranks=[0])
         print_log("Loads checkpoint by local backend from path: " + filename, logger="current")
         logger.warning_once("only once: %s" % what)
 ''')
@@ -313,6 +314,8 @@ def test_project_helpers_levels_and_argument_asserts():
     assert not any(level == "raise AssertionError" for level, *_ in found("megatron", "megatron/core/models/x.py"))
     ds = found("deepspeed", "deepspeed/runtime/engine.py")
     assert ("warning", "Using {} optimizer", "log_dist", False) in ds  # level= keyword; "[Rank 0] " may lead
+    # the message given by keyword (engine.py's _save_checkpoint in every release from 0.3)
+    assert ("info", "Saving model checkpoint: {}", "log_dist", False) in ds
     # engine.py checks how the engine is used: its asserts with a message are messages there,
     # while the same code in another file is an internal invariant
     assert any(kind == "assert" for *_, kind, _a in ds)

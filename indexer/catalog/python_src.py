@@ -256,7 +256,8 @@ class _Visitor(ast.NodeVisitor):
         self.out.append(Occurrence(self.path, node.lineno, where, level, tuple(pieces), anchored, kind))
 
     def _helper(self, node: ast.Call, helper: Helper) -> None:
-        if len(node.args) <= helper.msg_arg:
+        by_keyword = next((k.value for k in node.keywords if k.arg in ("message", "msg")), None)
+        if len(node.args) <= helper.msg_arg and by_keyword is None:
             return
         level = helper.level
         if level is None:
@@ -264,8 +265,10 @@ class _Visitor(ast.NodeVisitor):
             if given is None and helper.level_arg is not None and len(node.args) > helper.level_arg:
                 given = node.args[helper.level_arg]
             level = _level_of(given, helper.default)
-        msg = node.args[helper.msg_arg]
-        rest = node.args[helper.msg_arg + 1:]
+        if len(node.args) > helper.msg_arg:
+            msg, rest = node.args[helper.msg_arg], node.args[helper.msg_arg + 1:]
+        else:  # log_dist(message=f"...", ranks=[0])
+            msg, rest = by_keyword, []
         if helper.printf and rest and isinstance(msg, ast.Constant) and isinstance(msg.value, str):
             pieces = printf_pieces(msg.value, [_src(a) for a in rest])
         else:
