@@ -284,6 +284,62 @@ def check_versions_from_formats(ctx: CheckContext) -> Iterator[Finding]:
                            f"(explainlog catalog link writes them; detail may follow in parentheses)", "versions" if entry.versions else "formats")
 
 
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+def _format_key(rec) -> tuple[str, str]:
+    """A record's format as its message reads, for telling two records of one message apart
+    from two messages: each placeholder by the last name in it (``{myInfo->busId}`` ->
+    ``{busid}``, so a bus id is not taken for a device index), white space collapsed."""
+    def name(match: re.Match) -> str:
+        names = re.findall(r"[A-Za-z_]\w*", match.group(1))
+        return "{" + (names[-1].lower() if names else "") + "}"
+    return rec.repo, re.sub(r"\s+", " ", _PLACEHOLDER.sub(name, rec.format or "")).strip()
+
+
+def check_other_releases(ctx: CheckContext) -> Iterator[Finding]:
+    """An entry links every record of its message: a record of the same repository whose
+    format reads the same as a linked one (another file, call or release printed it), whose
+    pattern matches one of the entry's examples and whose example the entry matches, is linked
+    too when it adds releases; else the entry's versions start too late (reading DeepSpeed 0.3
+    and Megatron v2.0 found such records that no entry linked). Link it once the entry's text
+    has been checked at those releases."""
+    from indexer.catalog.records import entry_versions
+
+    by_key: dict[tuple[str, str], list] = defaultdict(list)
+    for rec in ctx.kb.records.values():
+        if rec.matchable:
+            by_key[_format_key(rec)].append(rec)
+    for loaded in ctx.kb.entries:
+        entry = loaded.entry
+        linked = [ctx.kb.records[f] for f in entry.formats if f in ctx.kb.records]
+        if not linked:
+            continue
+        try:
+            own = ctx.regex(entry.pattern)
+        except Exception:
+            continue  # check_regex_compiles reports it
+        messages = [normalize_line(e.line).message for e in entry.examples]
+        extra = []
+        for key in dict.fromkeys(_format_key(r) for r in linked):
+            if len(re.sub(r"\{\w*\}|\W", "", key[1])) < 10:
+                continue  # too little fixed text to call two formats one message
+            for rec in by_key.get(key, ()):
+                if rec.id in entry.formats or rec in extra:
+                    continue
+                try:
+                    theirs = ctx.regex(rec.pattern)
+                except Exception:
+                    continue
+                if own.search(normalize_line(rec.example.line).message) and any(theirs.search(m) for m in messages):
+                    extra.append(rec)
+        if extra and entry_versions(linked + extra) != entry_versions(linked):
+            yield _finding(loaded, "formats",
+                           f"records of the same message in other releases are not linked: {', '.join(r.id for r in extra)} "
+                           f"(versions would be {entry_versions(linked + extra)!r}); check the text at those releases, then add them to formats:",
+                           "formats")
+
+
 # Authoring notes that must not reach a reader (an answer is shown to users as it renders).
 AUTHORING_NOTE = re.compile(r"\b(?:empty if none|empty when|TODO|FIXME|TBD)\b|\?\?\?", re.I)
 SUMMARY_CHARS = 140
@@ -496,6 +552,7 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_catalog,
     check_verified,
     check_versions_from_formats,
+    check_other_releases,
     check_verdicts,
     check_rendered,
     check_zh_style,

@@ -285,3 +285,40 @@ def test_catalog_link_reads_the_message_after_an_exception_type_as_the_explainer
     (kb / "catalog" / "torch_distributed.jsonl").write_text(json.dumps(rec) + "\n")
     links, _ = compute_links(kb)
     assert links == {"demo.gloo_read": [rec["id"]]}
+
+
+def test_a_record_of_the_same_message_in_other_releases_must_be_linked(tmp_path):
+    """Two records print one message (the same format, read in older releases from another
+    file): an entry that links only the newer one states versions that start too late, and
+    kb check names the other record; linked, with the span it adds, the entry passes. A record
+    whose placeholder names another value (a bus id, not a device index) is another message."""
+    import json
+
+    from indexer.catalog.build import Merged, to_record
+    from indexer.catalog.extract import nccl_file
+
+    def record(path, text, versions):
+        occ = nccl_file(path, 'void f() { INFO(NCCL_INIT, "' + text + '", gpu, mask); }')[0]
+        return to_record(Merged("nccl", "NVIDIA/nccl", occ.level, occ.pieces, True, occ.kind, occ, versions), {})
+
+    new = record("src/graph/topo.cc", "Setting affinity for GPU %d to %s", ["v2.4.2-1", "v2.30.7-1"])
+    old = record("src/init.cc", "Setting affinity for GPU %d to %s", ["v2.3.5-5"])
+    assert new["id"] != old["id"]
+    old["example"] = {"line": "Setting affinity for GPU 3 to ff", "constructed": True}
+    kb = tmp_path / "kb"
+    (kb / "catalog").mkdir(parents=True)
+    (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(new) + "\n" + json.dumps(old) + "\n")
+
+    def findings(entry):
+        (kb / "demo.yaml").write_text(yaml.safe_dump([entry], allow_unicode=True, sort_keys=False, width=200), encoding="utf-8")
+        return [f for f in findings_for(kb) if f.check == "formats"]
+
+    late = findings(mutated(formats=[new["id"]], versions="NCCL v2.4.2-1–v2.30.7-1"))
+    assert len(late) == 1 and old["id"] in late[0].message and "NCCL v2.3.5-5–v2.30.7-1" in late[0].message
+    assert late[0].file.endswith("demo.yaml") and late[0].line > 1
+    assert findings(mutated(formats=[new["id"], old["id"]], versions="NCCL v2.3.5-5–v2.30.7-1")) == []
+    # the same words around another value: not the entry's message in an older release
+    other = record("src/init.cc", "Setting affinity for GPU %d to %s", ["v2.3.5-5"])
+    other["format"] = other["format"].replace("{gpu}", "{busId}")
+    (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(new) + "\n" + json.dumps(other) + "\n")
+    assert findings(mutated(formats=[new["id"]], versions="NCCL v2.4.2-1–v2.30.7-1")) == []
