@@ -205,12 +205,15 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     # ROCm's runtime log (AMD_LOG_LEVEL>0, rocclr/utils/debug.cpp): ":3:hip_module.cpp  :662 :
-    # 2786461895 us: [pid:77 tid:0x7f] msg"; older releases print "(%010lld) us" or no time
+    # 2786461895 us: [pid:77 tid:0x7f] msg"; rocm-5.6.x prints "... us: 77   : [tid:0x7f] msg"
+    # (rocm-5.6.0 debug.cpp:97, "%-5d: [tid:0x%s]"); older releases "(%010lld) us" or no time
     (
         "amd_log",
         re.compile(
             r":\s?(?P<amd_log_level>\d):\s*(?P<source_location>[\w.\-]+\s*:\s*\d+)\s*:\s*"
-            r"(?:\(\d+\)\s*(?:us\s+)?|\d+\s+us:\s*)?(?:\[pid:\s*(?P<pid>\d+)\s+tid:\s*(?P<tid>\dx[0-9a-fA-F]+)\]\s*)?(?=\S)"
+            r"(?:\(\d+\)\s*(?:us\s+)?|\d+\s+us:\s*)?"
+            r"(?:\[pid:\s*(?P<pid>\d+)\s+tid:\s*(?P<tid>\dx[0-9a-fA-F]+)\]\s*"
+            r"|(?P<pid56>\d+)\s*:\s*\[tid:\s*(?P<tid56>0x[0-9a-fA-F]+)\]\s*)?(?=\S)"
         ),
     ),
 ]
@@ -241,6 +244,8 @@ def _merge(context: dict[str, str], rule: str, groups: dict[str, str | None]) ->
             continue
         if key == "level2":
             key = "level"
+        if key in ("pid56", "tid56"):
+            key = key[:3]
         if key == "date" and "time" in groups:
             continue
         if key == "time" and groups.get("date"):

@@ -72,6 +72,12 @@ CASES = [
         "hipLaunchKernel: Returned hipSuccess :",
         {"amd_log_level": "3", "source_location": "hip_module.cpp           :662", "pid": "77", "tid": "0x7f3a"},
     ),
+    # rocm-5.6.x: "%010lld us: %-5d: [tid:0x%s] " (rocm-5.6.0 rocclr/utils/debug.cpp:97)
+    (
+        ":1:hip_fatbin.cpp           :265 : 0012345678 us: 4711 : [tid:0x7f0a1b2c3d40] hipErrorNoBinaryForGpu: x",
+        "hipErrorNoBinaryForGpu: x",
+        {"amd_log_level": "1", "pid": "4711", "tid": "0x7f0a1b2c3d40"},
+    ),
     (":1:rocdevice.cpp            :1663: 0 us: Device not found", "Device not found",
      {"amd_log_level": "1", "source_location": "rocdevice.cpp            :1663"}),
 ]
