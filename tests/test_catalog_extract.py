@@ -1814,6 +1814,53 @@ def test_code_under_if_0_prints_nothing():
     assert found["new path taken for"] == 9 and found["kept under if 1 for"] == 15
 
 
+def test_rccl_reads_only_the_hip_branches_an_amd_build_compiles():
+    """RCCL keeps NCCL's CUDA code in the ``#else`` of ``#if defined(__HIP_PLATFORM_AMD__) ||
+    defined(__HIPCC__)``; an RCCL build (hipcc, AMD) never compiles it, so those calls are not
+    RCCL messages. NCCL's own reading of the same text keeps both branches; a condition the
+    build decides (a CUDA version) keeps both; ``#else`` after a known-true ``#if 1`` is dead."""
+    from indexer.catalog.clike import dead_blanked
+    from indexer.catalog.extract import RCCL_DEFINES, nccl_file, rccl_file
+
+    src = textwrap.dedent('''\
+        ncclResult_t f(int a, int b) {
+        #if defined(__HIP_PLATFORM_AMD__) || defined(__HCC__) || defined(__HIPCC__)
+          INFO(NCCL_INIT, "HIP path %d", a);
+        #else
+          INFO(NCCL_INIT, "P2P is disabled between connected GPUs %d and %d.", a, b);
+        #if CUDART_VERSION >= 11030
+          WARN("nested under the CUDA branch %d", a);
+        #endif
+        #endif
+        #if CUDART_VERSION >= 12010
+          INFO(NCCL_INIT, "decided by the build %d", a);
+        #elif !defined(__HIP_PLATFORM_HCC__)
+          WARN("not on HIP %d", a);
+        #else
+          WARN("else of an unknown chain %d", a);
+        #endif
+        #if 1
+          INFO(NCCL_INIT, "always %d", a);
+        #else
+          INFO(NCCL_INIT, "never %d", a);
+        #endif
+          return ncclSuccess;
+        }
+        ''')
+    blanked = dead_blanked(src, RCCL_DEFINES)
+    assert len(blanked) == len(src) and blanked.count("\n") == src.count("\n")
+
+    def messages(occs):
+        return {o.pieces[0].strip(): o.line for o in occs}
+
+    rccl = messages(rccl_file("src/graph/paths.cc", src))
+    assert set(rccl) == {"HIP path", "decided by the build", "else of an unknown chain", "always"}
+    assert rccl["HIP path"] == 3 and rccl["always"] == 18
+    nccl = messages(nccl_file("src/graph/paths.cc", src))
+    assert "P2P is disabled between connected GPUs" in nccl and "nested under the CUDA branch" in nccl
+    assert "not on HIP" in nccl and "never" not in nccl
+
+
 def test_megatron_reads_its_old_series_and_top_level_scripts_in_release_order():
     """Megatron-LM's v1.0-v2.6 and 23.04/23.06 tags come before its core_v0.x tags (the
     seeds line "> initializing model parallel cuda seeds ..." exists only there), and the

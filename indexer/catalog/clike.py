@@ -9,6 +9,7 @@ literals, adjacent-literal concatenation and ``PRIu64``-style macros understood.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from indexer.catalog.formats import Piece, Slot, merge_pieces, printf_pieces, brace_pieces
@@ -34,26 +35,44 @@ class Call:
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(.*)$", re.M)
 
 
-def dead_blanked(text: str) -> str:
-    """``text`` with the lines of ``#if 0`` blocks (up to their ``#else``, ``#elif`` or
-    ``#endif``, nested conditionals inside counted) made blank, offsets and newlines kept: no
-    build compiles them, so nothing in them prints (Slurm keeps old code under ``#if 0``)."""
-    if "#" not in text or not re.search(r"#[ \t]*if[ \t]+0\b", text):
+def dead_blanked(text: str, defined: Mapping[str, bool] | None = None) -> str:
+    """``text`` with the lines of conditional branches no build compiles made blank, offsets and
+    newlines kept, so nothing in them is read as printing. A branch is dead when its condition
+    is known false (``#if 0``; with ``defined``, a macro the build is known to define or not:
+    ``{"__HIP_PLATFORM_AMD__": True}`` for RCCL) or an earlier branch of its chain is known
+    true (the ``#else`` of ``#if 1``). Anything else (``CUDART_VERSION >= 11030``, a macro not
+    in ``defined``) is unknown, and unknown branches are kept. Slurm keeps old code under
+    ``#if 0``; RCCL keeps NCCL's CUDA code in the ``#else`` of ``#if defined(__HIP_PLATFORM_AMD__)``."""
+    if "#" not in text:
         return text
+    if not defined and not re.search(r"#[ \t]*(?:el)?if[ \t]+\(?\s*\d", text):
+        return text
+    defined = defined or {}
     out = []
-    dead_from = None  # offset where the dead region began
-    depth = 0  # conditionals opened inside the dead region
+    # one frame per open conditional: [dead above it, a branch so far known taken, this branch dead]
+    stack: list[list[bool]] = []
+    dead_from = None  # offset where the current dead region began
+
+    def dead() -> bool:
+        return bool(stack) and (stack[-1][0] or stack[-1][2])
+
     for m in _DIRECTIVE.finditer(text):
         word, rest = m.group(1), m.group(2)
-        if dead_from is None:
-            if word == "if" and re.match(r"\s*0\s*(?:/[/*].*)?$", rest):
-                dead_from = m.end()
-            continue
+        was_dead = dead()
         if word in ("if", "ifdef", "ifndef"):
-            depth += 1
-        elif word == "endif" and depth:
-            depth -= 1
-        elif depth == 0 and word in ("else", "elif", "endif"):
+            cond = _condition(word, rest, defined)
+            stack.append([was_dead, cond is True, cond is False])
+        elif word in ("elif", "else") and stack:
+            frame = stack[-1]
+            cond = True if word == "else" else _condition("if", rest, defined)
+            frame[2] = frame[1] or cond is False
+            frame[1] = frame[1] or cond is True
+        elif word == "endif" and stack:
+            stack.pop()
+        now_dead = dead()
+        if now_dead and not was_dead:
+            dead_from = m.end()
+        elif was_dead and not now_dead and dead_from is not None:
             out.append((dead_from, m.start()))
             dead_from = None
     if dead_from is not None:
@@ -67,6 +86,69 @@ def dead_blanked(text: str) -> str:
         at = end
     pieces.append(text[at:])
     return "".join(pieces)
+
+
+def _condition(word: str, rest: str, defined: Mapping[str, bool]) -> bool | None:
+    """A directive's condition: True, False, or None when the build decides it."""
+    rest = re.sub(r"/\*.*?\*/|//.*", " ", rest).strip()
+    if word in ("ifdef", "ifndef"):
+        name = rest.split()[0] if rest.split() else ""
+        known = defined.get(name)
+        return known if known is None or word == "ifdef" else not known
+    return _expression(rest, defined)
+
+
+def _split_top(expr: str, op: str) -> list[str]:
+    parts, depth, at, i = [], 0, 0, 0
+    while i < len(expr):
+        c = expr[i]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif depth == 0 and expr.startswith(op, i):
+            parts.append(expr[at:i])
+            i += len(op)
+            at = i
+            continue
+        i += 1
+    parts.append(expr[at:])
+    return parts
+
+
+def _balanced(expr: str) -> bool:
+    depth = 0
+    for c in expr:
+        depth += (c == "(") - (c == ")")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _expression(expr: str, defined: Mapping[str, bool]) -> bool | None:
+    """Three-valued ``||``/``&&``/``!`` over ``defined(X)``, integer literals and parentheses;
+    any other operand (a comparison, a macro's value) is unknown."""
+    expr = expr.strip()
+    ors = _split_top(expr, "||")
+    if len(ors) > 1:
+        values = [_expression(p, defined) for p in ors]
+        return True if True in values else (False if all(v is False for v in values) else None)
+    ands = _split_top(expr, "&&")
+    if len(ands) > 1:
+        values = [_expression(p, defined) for p in ands]
+        return False if False in values else (True if all(v is True for v in values) else None)
+    if expr.startswith("!") and not expr.startswith("!="):
+        value = _expression(expr[1:], defined)
+        return None if value is None else not value
+    if expr.startswith("(") and expr.endswith(")") and _balanced(expr[1:-1]):
+        return _expression(expr[1:-1], defined)
+    m = re.fullmatch(r"defined\s*(?:\(\s*(\w+)\s*\)|\s(\w+))", expr)
+    if m:
+        return defined.get(m.group(1) or m.group(2))
+    m = re.fullmatch(r"(\d+)[uUlL]*", expr)
+    if m:
+        return int(m.group(1)) != 0
+    return None
 
 
 def blank(text: str) -> tuple[str, str]:

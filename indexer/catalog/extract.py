@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from indexer.catalog.clike import Source, blank, brace_from_args, literal_concat, printf_from_args, shift_chain, stream_pieces
+from indexer.catalog.clike import Source, blank, brace_from_args, dead_blanked, literal_concat, printf_from_args, shift_chain, stream_pieces
 from indexer.catalog.formats import Piece, Slot, literal_weight, merge_pieces, printf_pieces
 
 
@@ -68,6 +68,21 @@ _MESSAGE_VAR = re.compile(
     r"\s*(?P<op>\+?=)\s*(?=\")"
 )
 
+
+
+# RCCL is built only with hipcc for AMD GPUs (rocm-6.2.2 CMakeLists.txt:125 "RCCL requires
+# clang-based compiler (hipcc)"): the HIP platform macros are defined and NVIDIA's are not, so
+# the CUDA code RCCL keeps from NCCL in the #else of "#if defined(__HIP_PLATFORM_AMD__) ||
+# defined(__HIPCC__)" never prints in an RCCL build.
+RCCL_DEFINES = {
+    "__HIP_PLATFORM_AMD__": True, "__HIP_PLATFORM_HCC__": True, "__HIPCC__": True, "__HCC__": True,
+    "__HIP_PLATFORM_NVIDIA__": False, "__HIP_PLATFORM_NVCC__": False,
+}
+
+
+def rccl_file(path: str, text: str) -> list[Occurrence]:
+    """``nccl_file`` on what an RCCL build compiles (``RCCL_DEFINES``)."""
+    return nccl_file(path, dead_blanked(text, RCCL_DEFINES))
 
 def _concat_pieces(expr: str) -> list[Piece]:
     """``"a" + x + "b"`` at the top level: literals as text, the rest as slots."""

@@ -47,7 +47,7 @@ from pathlib import Path
 
 from indexer.catalog.build import collect, load_texts, to_record, version_key, write_records
 from indexer.catalog.extract import (
-    clr_file, gloo_file, linux_file, nccl_file, nccl_tests_file, nvidia_file, ofi_nccl_file, ompi_file, rdma_file, rocr_file,
+    clr_file, gloo_file, linux_file, nccl_file, nccl_tests_file, rccl_file, nvidia_file, ofi_nccl_file, ompi_file, rdma_file, rocr_file,
     slurm_file, torch_cpp_file, ucx_release_file, libfabric_file,
 )
 from indexer.catalog.python_src import python_extractor, python_file, rocm_smi_file
@@ -112,7 +112,7 @@ def build_nccl_rccl(sources: dict[str, str], texts: dict) -> tuple[dict[str, lis
     if head is not None:
         rccl_trees.append(head)
     nccl = collect("nccl", "NVIDIA/nccl", nccl_trees, nccl_file)
-    rccl = collect("rccl", "ROCm/rccl", rccl_trees, nccl_file)
+    rccl = collect("rccl", "ROCm/rccl", rccl_trees, rccl_file)
     nccl_records = []
     for key, m in nccl.items():
         rec = to_record(m, texts)
