@@ -540,6 +540,40 @@ def check_asked(ctx: CheckContext) -> Iterator[Finding]:
                 yield _finding(loaded, "asked", f"asked phrase {phrase!r} already names {seen[key]}", "asked", k)
 
 
+def check_heldout(ctx: CheckContext) -> Iterator[Finding]:
+    """Held-out lines stay held out: no curated example or negative may contain a line of the
+    checkout's held-out set (``tests/data/heldout/*.jsonl`` next to ``kb/``; lines over 30
+    characters, the before-stop hook's rule). A line found in a public thread may be one the
+    held-out set already took from that thread; the figures on that set mean nothing once a
+    pattern was written from it. Skipped where there is no held-out set (an installed KB)."""
+    if ctx.kb_dir is None:
+        return
+    import json
+
+    folder = ctx.kb_dir.resolve().parent / "tests" / "data" / "heldout"
+    held: list[str] = []
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        for row in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                line = json.loads(row).get("line", "").strip()
+            except (ValueError, AttributeError):
+                continue
+            if len(line) > 30:
+                held.append(line)
+    if not held:
+        return
+    for loaded in ctx.kb.entries:
+        if _is_record(loaded):
+            continue
+        texts = [("examples", n, e.line) for n, e in enumerate(loaded.entry.examples)]
+        texts += [("negatives", n, line) for n, line in enumerate(loaded.entry.negatives)]
+        for kind, n, text in texts:
+            leaked = next((h for h in held if h in text), None)
+            if leaked is not None:
+                yield _finding(loaded, "heldout", f"{kind[:-1]} contains a held-out line ({leaked[:80]!r}): "
+                               "held-out lines never become examples or negatives", kind, n)
+
+
 CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_unique_ids,
     check_regex_compiles,
@@ -557,6 +591,7 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_rendered,
     check_zh_style,
     check_asked,
+    check_heldout,
     check_unrelated,
 ]
 

@@ -322,3 +322,25 @@ def test_a_record_of_the_same_message_in_other_releases_must_be_linked(tmp_path)
     other["format"] = other["format"].replace("{gpu}", "{busId}")
     (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(new) + "\n" + json.dumps(other) + "\n")
     assert findings(mutated(formats=[new["id"]], versions="NCCL v2.4.2-1–v2.30.7-1")) == []
+
+
+def test_a_held_out_line_in_an_example_or_negative_is_a_finding(tmp_path):
+    """The checkout's held-out set (tests/data/heldout next to kb/) stays out of the KB: an
+    example or negative containing one of its lines (over 30 characters) is named with its file
+    and line; short lines and a KB without a held-out set pass."""
+    import json
+
+    held = tmp_path / "tests" / "data" / "heldout"
+    held.mkdir(parents=True)
+    line = "h:1:2 [2] NCCL INFO Setting affinity for GPU 5 to 0f,ffff0000"
+    (held / "part9.jsonl").write_text(json.dumps({"line": line, "component": "nccl"}) + "\n"
+                                      + json.dumps({"line": "Setting affinity"}) + "\n", encoding="utf-8")
+    leaky = mutated(examples=[VALID["examples"][0], "[rank5]: " + line])
+    found = [f for f in findings_for(write_kb(tmp_path, leaky)) if f.check == "heldout"]
+    assert len(found) == 1 and found[0].entry_id == "demo.affinity" and "held-out" in found[0].message
+    assert found[0].file.endswith("demo.yaml") and found[0].line > 1
+    neg = mutated(negatives=[line.replace("INFO Setting", "WARN Setting")[:20] + " x", line.replace("NCCL INFO", "NCCL WARN")])
+    assert [f for f in findings_for(write_kb(tmp_path, neg)) if f.check == "heldout"] == []
+    neg = mutated(negatives=[line])
+    assert [f.check for f in findings_for(write_kb(tmp_path, neg))] == ["negative", "heldout"]
+    assert [f for f in findings_for(write_kb(tmp_path / "elsewhere", leaky)) if f.check == "heldout"] == []
