@@ -1920,3 +1920,13 @@ def test_nvidia_peermem_errors_carry_the_module_function_and_line_head():
     line = "nvidia-peermem nv_get_p2p_free_callback:139 ERROR detected invalid context, skipping further processing"
     assert any(p.search(line) for p in patterns)
     assert not any(p.search("nv_get_p2p_free_callback:139 detected invalid context") for p in patterns)
+
+
+def test_rdma_core_is_read_from_its_first_release():
+    """rdma-core's major releases are rdma-core-12, v13 ... v23, then v24.0 ...: all of them are
+    read (ibv_devinfo printed its lines from the first), point releases and candidates are not."""
+    from indexer.catalog.spec import rdma_tags
+
+    tags = ["rdma-core-12", "rdma-core-12-rc1", "v12-rc1", "v13", "v13-rc1", "v15.1", "v23", "v23.10", "v24.0",
+            "v24.1", "v64.0", "debian/24.0-1"]
+    assert rdma_tags(tags) == ["rdma-core-12", "v13", "v23", "v24.0", "v64.0"]

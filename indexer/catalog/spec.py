@@ -285,8 +285,11 @@ CLR_SKIP = re.compile(r"/(?:tests?|samples?)/|/pal/|/gpu/")  # PAL and legacy-GP
 
 
 def rdma_tags(tags: list[str]) -> list[str]:
-    """rdma-core's major releases from v20.0 (2018) on: ``v55.0``; point releases are fixes."""
-    return [t for t in tags if re.fullmatch(r"v\d+\.0", t) and version_key(t) >= (20,)]
+    """rdma-core's major releases, from its first (``rdma-core-12``, 2017) on: ``v13`` ...
+    ``v23`` then ``v24.0`` ... ``v55.0``; point releases and release candidates are fixes. (Up
+    to 2026-12-07 only ``vN.0`` was read, so v12-v23 were missed although ibv_devinfo and the
+    verbs library printed most of their lines already.)"""
+    return [t for t in tags if t == "rdma-core-12" or (re.fullmatch(r"v\d+(?:\.0)?", t) and version_key(t) >= (13,))]
 
 
 RDMA_UNDER = ("libibverbs", "librdmacm", "providers/mlx5", "providers/mlx4", "infiniband-diags", "libibmad/fields.c",
