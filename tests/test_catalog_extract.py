@@ -1817,7 +1817,7 @@ def test_code_under_if_0_prints_nothing():
 def test_rccl_reads_only_the_hip_branches_an_amd_build_compiles():
     """RCCL keeps NCCL's CUDA code in the ``#else`` of ``#if defined(__HIP_PLATFORM_AMD__) ||
     defined(__HIPCC__)``; an RCCL build (hipcc, AMD) never compiles it, so those calls are not
-    RCCL messages. NCCL's own reading of the same text keeps both branches; a condition the
+    RCCL messages. A macro known not to be defined counts as 0 in a comparison. NCCL's own reading of the same text keeps both branches; a condition the
     build decides (a CUDA version) keeps both; ``#else`` after a known-true ``#if 1`` is dead."""
     from indexer.catalog.clike import dead_blanked
     from indexer.catalog.extract import RCCL_DEFINES, nccl_file, rccl_file
@@ -1832,7 +1832,7 @@ def test_rccl_reads_only_the_hip_branches_an_amd_build_compiles():
           WARN("nested under the CUDA branch %d", a);
         #endif
         #endif
-        #if CUDART_VERSION >= 12010
+        #if ROCM_VERSION >= 60100
           INFO(NCCL_INIT, "decided by the build %d", a);
         #elif !defined(__HIP_PLATFORM_HCC__)
           WARN("not on HIP %d", a);
@@ -1844,6 +1844,9 @@ def test_rccl_reads_only_the_hip_branches_an_amd_build_compiles():
         #else
           INFO(NCCL_INIT, "never %d", a);
         #endif
+        #if CUDART_VERSION >= 12010
+          INFO(NCCL_INIT, "NVLS path %d", a);
+        #endif
           return ncclSuccess;
         }
         ''')
@@ -1853,12 +1856,18 @@ def test_rccl_reads_only_the_hip_branches_an_amd_build_compiles():
     def messages(occs):
         return {o.pieces[0].strip(): o.line for o in occs}
 
-    rccl = messages(rccl_file("src/graph/paths.cc", src))
+    rccl_all = messages(rccl_file("src/graph/paths.cc", src))
+    rccl = {k: v for k, v in rccl_all.items() if k != "NVLS path"}
     assert set(rccl) == {"HIP path", "decided by the build", "else of an unknown chain", "always"}
     assert rccl["HIP path"] == 3 and rccl["always"] == 18
     nccl = messages(nccl_file("src/graph/paths.cc", src))
     assert "P2P is disabled between connected GPUs" in nccl and "nested under the CUDA branch" in nccl
-    assert "not on HIP" in nccl and "never" not in nccl
+    assert "not on HIP" in nccl and "never" not in nccl and "NVLS path" in nccl
+    assert "NVLS path" in rccl_all  # CUDART_VERSION: unknown for RCCL, so kept
+    from indexer.catalog.clike import _expression
+    assert _expression("CUDART_VERSION >= 12010", {"CUDART_VERSION": False}) is False
+    assert _expression("!(CUDA_VERSION < 11070) || 0", {"CUDA_VERSION": False}) is False
+    assert _expression("CUDART_VERSION >= 12010", {}) is None
 
 
 def test_megatron_reads_its_old_series_and_top_level_scripts_in_release_order():

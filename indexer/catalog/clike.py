@@ -126,8 +126,9 @@ def _balanced(expr: str) -> bool:
 
 
 def _expression(expr: str, defined: Mapping[str, bool]) -> bool | None:
-    """Three-valued ``||``/``&&``/``!`` over ``defined(X)``, integer literals and parentheses;
-    any other operand (a comparison, a macro's value) is unknown."""
+    """Three-valued ``||``/``&&``/``!`` over ``defined(X)``, integer literals, parentheses and
+    comparisons of those with a macro known not to be defined (which counts as 0, as the
+    preprocessor takes it); any other operand (a defined macro's value) is unknown."""
     expr = expr.strip()
     ors = _split_top(expr, "||")
     if len(ors) > 1:
@@ -145,9 +146,25 @@ def _expression(expr: str, defined: Mapping[str, bool]) -> bool | None:
     m = re.fullmatch(r"defined\s*(?:\(\s*(\w+)\s*\)|\s(\w+))", expr)
     if m:
         return defined.get(m.group(1) or m.group(2))
-    m = re.fullmatch(r"(\d+)[uUlL]*", expr)
+    m = re.fullmatch(r"(\w+)\s*(==|!=|>=|<=|>|<)\s*(\w+)", expr)
     if m:
-        return int(m.group(1)) != 0
+        left, right = _value(m.group(1), defined), _value(m.group(3), defined)
+        if left is None or right is None:
+            return None
+        return {"==": left == right, "!=": left != right, ">=": left >= right, "<=": left <= right,
+                ">": left > right, "<": left < right}[m.group(2)]
+    value = _value(expr, defined)
+    return None if value is None else value != 0
+
+
+def _value(token: str, defined: Mapping[str, bool]) -> int | None:
+    """An operand's value: an integer literal, or 0 for a macro known not to be defined (the
+    preprocessor's rule for an unknown identifier); None when the build decides it."""
+    m = re.fullmatch(r"(\d+)[uUlL]*", token)
+    if m:
+        return int(m.group(1))
+    if re.fullmatch(r"[A-Za-z_]\w*", token) and defined.get(token) is False:
+        return 0
     return None
 
 
