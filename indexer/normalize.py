@@ -213,7 +213,7 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
             r":\s?(?P<amd_log_level>\d):\s*(?P<source_location>[\w.\-]+\s*:\s*\d+)\s*:\s*"
             r"(?:\(\d+\)\s*(?:us\s+)?|\d+\s+us:\s*)?"
             r"(?:\[pid:\s*(?P<pid>\d+)\s+tid:\s*(?P<tid>\dx[0-9a-fA-F]+)\]\s*"
-            r"|(?P<pid56>\d+)\s*:\s*\[tid:\s*(?P<tid56>0x[0-9a-fA-F]+)\]\s*)?(?=\S)"
+            r"|(?P<pid56>\d+)\s*:\s*\[tid:\s*(?P<tid56>\dx[0-9a-fA-F]+)\]\s*)?(?=\S)"
         ),
     ),
 ]
