@@ -262,13 +262,3 @@ def test_abseil_and_tensorflow_log_prefixes_are_peeled():
     assert normalize_line("W1205 10:11:12.345678 140123 ProcessGroupNCCL.cpp:1234] x").message == "x"
     assert normalize_line("2020-05-01 12:00:00: E a.cc:1] x").message.startswith("2020-05-01")
 
-
-def test_every_prefix_rule_is_digit_closed():
-    """The batch engine folds lines into shapes by their digits only when every prefix rule
-    reads any digit as any other (service/batch/proofs.py): a literal digit in a rule (``0x``
-    for a thread id) silently turns that off, so rules write ``\\dx`` instead."""
-    from service.batch.digit_closure import digit_closure
-
-    from indexer.normalize import PREFIX_RULES
-
-    assert [name for name, rule in PREFIX_RULES if digit_closure(rule.pattern) != rule.pattern] == []
