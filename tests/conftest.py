@@ -7,7 +7,9 @@ per session.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -19,7 +21,11 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 # The pickled-KB cache of every Explainer the tests build (and of the CLIs they start) goes to
 # a scratch directory, never into the checkout's build/.
-os.environ.setdefault("EXPLAINLOG_CACHE", tempfile.mkdtemp(prefix="explainlog-test-cache-"))
+if "EXPLAINLOG_CACHE" not in os.environ:
+    _SCRATCH_CACHE = tempfile.mkdtemp(prefix="explainlog-test-cache-")
+    os.environ["EXPLAINLOG_CACHE"] = _SCRATCH_CACHE
+    # removed when the session ends, whatever its outcome: it only holds caches
+    atexit.register(shutil.rmtree, _SCRATCH_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

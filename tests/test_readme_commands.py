@@ -89,7 +89,8 @@ def workdir(tmp_path_factory, index_dir, kb_dir):
     shutil.copytree(index_dir, work / "index")  # `index build` rebuilds this copy, not the session's
     env = dict(os.environ, EXPLAINLOG_INDEX=str(work / "index"), EXPLAINLOG_KB=str(kb_dir),
                EXPLAINLOG_HOME=str(work / "home"), NO_COLOR="1")
-    return work, env
+    yield work, env
+    shutil.rmtree(work, ignore_errors=True)  # a copy of the index, rebuilt: ~0.3 GB
 
 
 def test_the_readme_has_the_commands_this_test_knows(workdir):

