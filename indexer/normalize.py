@@ -78,10 +78,12 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         # c10 logging in PyTorch >= 2.0: "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] ",
         # and the older "[W socket.cpp:558] " / "[E ProcessGroupNCCL.cpp:475] ". The date is
-        # (month + 1) * 100 + day, not padded (c10/util/Logging.cpp): "[E304 ..." is March 4.
+        # (month + 1) * 100 + day, not padded (c10/util/Logging.cpp): "[E304 ..." is March 4. The
+        # letter is CAFFE2_SEVERITY_PREFIX "FEWIV" (c10/util/logging_is_not_google_glog.h): "V" for
+        # VLOG lines (severity below INFO).
         "c10",
         re.compile(
-            r"\[(?P<level>[IWEF])(?:(?P<date>\d{3,4}) (?P<time>\d{2}:\d{2}:\d{2}\.\d+)(?: (?P<tid>\d+))?)? ?"
+            r"\[(?P<level>[IWEFV])(?:(?P<date>\d{3,4}) (?P<time>\d{2}:\d{2}:\d{2}\.\d+)(?: (?P<tid>\d+))?)? ?"
             r"(?P<source_location>[\w./\-]+:\d+)\] "
         ),
     ),
@@ -218,7 +220,7 @@ PREFIX_RULES: list[tuple[str, re.Pattern[str]]] = [
     ),
 ]
 
-_LEVEL_NAMES = {"I": "info", "W": "warning", "E": "error", "F": "fatal", "D": "debug", "C": "critical", "WARN": "warning",
+_LEVEL_NAMES = {"I": "info", "W": "warning", "E": "error", "F": "fatal", "V": "debug", "D": "debug", "C": "critical", "WARN": "warning",
                 "warn": "warning"}
 # where rich puts the caller: two or more spaces, then "file.py:N" at the end of the line
 _RICH_LOCATION = re.compile(r"\s{2,}(?P<source_location>[\w.\-]+\.py:\d+)\s*$")
@@ -271,7 +273,7 @@ NCCL_HEAD = 400
 # "trainer/0 (CommandActor pid=494406) INFO:torch.distributed...:"): c10's bracketed location,
 # a Ray actor's "(Name pid=N)", Python's basicConfig "LEVEL:dotted.logger:".
 KNOWN_AFTER_HEAD = re.compile(
-    r"\s(?=\[[IWEF](?:\d{3,4} \d{2}:\d{2}:\d{2}\.\d+(?: \d+)?)? ?[\w./\-]+\.(?:cpp|cc|cu|hpp|h|c):\d+\] \S"
+    r"\s(?=\[[IWEFV](?:\d{3,4} \d{2}:\d{2}:\d{2}\.\d+(?: \d+)?)? ?[\w./\-]+\.(?:cpp|cc|cu|hpp|h|c):\d+\] \S"
     r"|\((?:[\w.]+ )?pid=\d+(?:, ip=[\w.:-]+)?\) \S"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[A-Za-z_]\w*(?:\.\w+)+:\S)"
 )

@@ -151,6 +151,9 @@ def test_c10_bracketed_prefixes():
     old = normalize_line("[W socket.cpp:558] [c10d] The client socket has failed to connect")
     # c10d's own "[c10d] " tag is a prefix too (torch/csrc/distributed/c10d/logging.h)
     assert old.message == "The client socket has failed to connect" and old.context["level"] == "warning"
+    # VLOG lines carry "V" (c10's severity letters are "FEWIV")
+    verbose = normalize_line("[rank3]:[V1231 09:12:44.123456789 ProcessGroupNCCL.cpp:1234] [PG ID 0 PG GUID 0 Rank 3] sth")
+    assert verbose.message == "[PG ID 0 PG GUID 0 Rank 3] sth" and verbose.context["level"] == "debug"
     warn = normalize_line("WARNING:torch.distributed.run:Setting OMP_NUM_THREADS")
     assert warn.message == "Setting OMP_NUM_THREADS" and warn.context["logger"] == "torch.distributed.run"
 
