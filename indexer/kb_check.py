@@ -545,22 +545,15 @@ def check_heldout(ctx: CheckContext) -> Iterator[Finding]:
     checkout's held-out set (``tests/data/heldout/*.jsonl`` next to ``kb/``; lines over 30
     characters, the before-stop hook's rule). A line found in a public thread may be one the
     held-out set already took from that thread; the figures on that set mean nothing once a
-    pattern was written from it. Skipped where there is no held-out set (an installed KB)."""
+    pattern was written from it. The labelled eval sets (``tests/data/eval_*.jsonl``) are held to
+    what their test asks: no example may be one of their lines word for word. Skipped where there is
+    no checkout next to the KB (an installed KB)."""
     if ctx.kb_dir is None:
         return
-    import json
-
-    folder = ctx.kb_dir.resolve().parent / "tests" / "data" / "heldout"
-    held: list[str] = []
-    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-        for row in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                line = json.loads(row).get("line", "").strip()
-            except (ValueError, AttributeError):
-                continue
-            if len(line) > 30:
-                held.append(line)
-    if not held:
+    data = ctx.kb_dir.resolve().parent / "tests" / "data"
+    held = [line for line in _labelled_lines(sorted((data / "heldout").glob("*.jsonl"))) if len(line) > 30]
+    evals = set(_labelled_lines(sorted(data.glob("eval_*.jsonl"))))
+    if not held and not evals:
         return
     for loaded in ctx.kb.entries:
         if _is_record(loaded):
@@ -572,6 +565,25 @@ def check_heldout(ctx: CheckContext) -> Iterator[Finding]:
             if leaked is not None:
                 yield _finding(loaded, "heldout", f"{kind[:-1]} contains a held-out line ({leaked[:80]!r}): "
                                "held-out lines never become examples or negatives", kind, n)
+            elif kind == "examples" and text.strip() in evals:
+                yield _finding(loaded, "heldout", f"example is a line of a labelled eval set ({text.strip()[:80]!r}): "
+                               "the eval sets measure lines the KB was not written from", kind, n)
+
+
+def _labelled_lines(paths: list[Path]) -> list[str]:
+    """The stripped ``line`` of every row of these JSONL files (unreadable rows skipped)."""
+    import json
+
+    lines = []
+    for path in paths:
+        for row in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                line = json.loads(row).get("line", "").strip()
+            except (ValueError, AttributeError):
+                continue
+            if line:
+                lines.append(line)
+    return lines
 
 
 CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [

@@ -344,3 +344,20 @@ def test_a_held_out_line_in_an_example_or_negative_is_a_finding(tmp_path):
     neg = mutated(negatives=[line])
     assert [f.check for f in findings_for(write_kb(tmp_path, neg))] == ["negative", "heldout"]
     assert [f for f in findings_for(write_kb(tmp_path / "elsewhere", leaky)) if f.check == "heldout"] == []
+
+
+def test_an_example_that_is_a_line_of_a_labelled_eval_set_is_a_finding(tmp_path):
+    """tests/test_eval.py forbids examples equal to a line of tests/data/eval_*.jsonl; kb check
+    says so first (a helper once added a constructed NVRM example that was an eval line word for
+    word). A line that only contains the eval line, and a negative, pass."""
+    import json
+
+    data = tmp_path / "tests" / "data"
+    data.mkdir(parents=True)
+    line = "h:1:2 [2] NCCL INFO Setting affinity for GPU 5 to 0f,ffff0000"
+    (data / "eval_demo.jsonl").write_text(json.dumps({"line": line, "expected": "demo.affinity"}) + "\n", encoding="utf-8")
+    found = [f for f in findings_for(write_kb(tmp_path, mutated(examples=[VALID["examples"][0], line + "  "])))
+             if f.check == "heldout"]
+    assert len(found) == 1 and "eval set" in found[0].message
+    assert [f for f in findings_for(write_kb(tmp_path, mutated(examples=[VALID["examples"][0], "[rank2]: " + line])))
+            if f.check == "heldout"] == []
