@@ -284,6 +284,25 @@ def check_versions_from_formats(ctx: CheckContext) -> Iterator[Finding]:
                            f"(explainlog catalog link writes them; detail may follow in parentheses)", "versions" if entry.versions else "formats")
 
 
+def check_oldest_read(ctx: CheckContext) -> Iterator[Finding]:
+    """``OLDEST_READ`` (the first release read of a project not read from its start, shown as
+    '≤v1.9.0') is the oldest version among that project's records: reading older releases
+    moves it, and a span would otherwise claim a start the catalogue no longer has."""
+    from indexer.catalog.records import OLDEST_READ
+    from indexer.catalog.versions import version_key
+
+    oldest: dict[str, str] = {}
+    for rec in ctx.kb.records.values():
+        for repo, versions in [(rec.repo, rec.versions), *rec.other_versions.items()]:
+            for v in versions[:1]:
+                if repo not in oldest or version_key(v) < version_key(oldest[repo]):
+                    oldest[repo] = v
+    for repo, tag in OLDEST_READ.items():
+        if repo in oldest and oldest[repo] != tag:
+            yield Finding("indexer/catalog/records.py", 0, None, "versions",
+                          f"OLDEST_READ[{repo!r}] is {tag!r} but the oldest release among its records is {oldest[repo]!r}")
+
+
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 
@@ -598,6 +617,7 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_catalog,
     check_verified,
     check_versions_from_formats,
+    check_oldest_read,
     check_other_releases,
     check_verdicts,
     check_rendered,

@@ -335,7 +335,7 @@ def test_python_project_is_read_at_its_release_tags(tmp_path):
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "a")
-    for tag in ("v0.2.0", "v0.8.3", "v0.10.0rc1"):
+    for tag in ("grad-norm-test", "v0.2.0", "v0.8.3", "v0.10.0rc1"):
         _git(repo, "tag", tag)
     (repo / "deepspeed" / "runtime" / "engine.py").write_text('logger.info(f"DeepSpeed Flops Profiler Enabled: {x}")\nlog_dist("new", ranks=[0])\n')
     _git(repo, "commit", "-qam", "b")
@@ -343,12 +343,12 @@ def test_python_project_is_read_at_its_release_tags(tmp_path):
     out = tmp_path / "kb" / "catalog"
     build(out, {"deepspeed": str(repo / ".git")})
     rows = {json.loads(l)["format"]: json.loads(l) for l in (out / "deepspeed.jsonl").read_text().splitlines()}
-    # releases from 0.3 on, final tags only; inference code is out of scope
+    # every release from the first, final tags only; inference code is out of scope
     assert {f: r["versions"] for f, r in rows.items()} == {
-        "DeepSpeed Flops Profiler Enabled: {x}": ["v0.8.3", "v0.10.0"], "new": ["v0.10.0"]}
+        "DeepSpeed Flops Profiler Enabled: {x}": ["v0.2.0", "v0.8.3", "v0.10.0"], "new": ["v0.10.0"]}
     assert rows["new"]["repo"] == "deepspeedai/DeepSpeed" and rows["new"]["component"] == "deepspeed"
     manifest = json.loads((out / "manifest.json").read_text())
-    assert [t["version"] for t in manifest["read"]["deepspeed"]] == ["v0.8.3", "v0.10.0"]
+    assert [t["version"] for t in manifest["read"]["deepspeed"]] == ["v0.2.0", "v0.8.3", "v0.10.0"]
 
 
 def test_deepspeed_config_asserts_and_the_throughput_timer_are_messages():
@@ -1476,6 +1476,39 @@ def test_a_text_follows_its_message_when_a_newly_read_file_prints_it_too(tmp_pat
     assert to_record(merged, load_texts(path))["title"] is None
 
 
+def test_a_borrowed_text_stays_with_its_own_record_while_that_record_is_built(tmp_path):
+    """A format read from an older tag can sit at the line of a written record (Slurm 1.1's
+    pthread_create error at src/srun/launch.c:342, where a newer tag's "Received task exit
+    notification" text was written): the text follows the place only when its own record is
+    gone from the build, never to a second record while the first is still there."""
+    import json
+
+    from indexer.catalog.build import load_texts, write_records
+    from indexer.catalog.extract import linux_file
+
+    src = 'void f(void) { netdev_warn(priv->netdev, "can\'t offload tuple modification with non-clear ct()\\n"); }'
+    [occ] = linux_file("drivers/net/ethernet/mellanox/mlx5/core/en_tc.c", src)
+    merged = Merged("infiniband", "torvalds/linux", occ.level, occ.pieces, True, occ.kind, occ, ["v6.1.192"])
+    text = {"title": {"en": "mlx5e TC: tuple rewrite on {netdev} refused", "zh": "mlx5e TC：{netdev} 上的 tuple 改写被拒绝"},
+            "explanation": {"en": "x", "zh": "x"}, "severity": "warning", "role": "root_cause",
+            "example": {"line": "mlx5_core 0000:08:00.0 eth2: a real line", "constructed": False}}
+    owner = dict(text, id="infiniband.en_tc.00000000", component="infiniband", repo="torvalds/linux", file=occ.file,
+                 line=occ.line, level=occ.level, format="another message at this line {x}")
+    path = tmp_path / "infiniband.jsonl"
+    path.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    borrowed = to_record(merged, load_texts(path))
+    assert borrowed["title"] == text["title"]              # by place, as far as to_record can tell
+    write_records(path, [borrowed, owner])                 # ... but its own record is built too
+    rows = {r["id"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+    mine = rows[borrowed["id"]]
+    assert mine["title"] is None and mine["explanation"] is None and mine["example"]["constructed"] is True
+    assert "_borrowed" not in mine and rows[owner["id"]]["title"] == text["title"]
+    write_records(path, [to_record(merged, load_texts(tmp_path / "gone.jsonl") or {("at", "infiniband", occ.file, occ.line):
+                                                                                 dict(text, _owner=owner["id"])})])
+    [alone] = map(json.loads, path.read_text(encoding="utf-8").splitlines())
+    assert alone["title"] == text["title"]                 # its own record gone: the text follows its place
+
+
 def test_rocm_smi_log_and_print_helpers():
     """rocm-smi prints metrics through printLog ("GPU[0]\\t\\t: name: value") and errors through
     printErrLog and logging under basicConfig's "LEVEL: " format."""
@@ -1615,14 +1648,75 @@ def test_slurm_memory_limit_notify_text_is_a_record():
     assert not rx.search(normalize_line("mysrun: Exceeded job memory limit").message)
 
 
-def test_slurm_tags_reach_back_to_15_08():
-    """The last release of each major version from 15.08 (task/cgroup's 'Exceeded step memory
-    limit at some point.' exists only up to 17.02); release candidates and older majors stay out."""
+def test_slurm_tags_take_the_last_release_of_every_major():
+    """The last release of each major version, from the first (1.0) on: a message srun printed
+    in 2.x must not show as new in 15.08; release candidates stay out."""
     from indexer.catalog.spec import slurm_tags
 
-    tags = ["slurm-14-11-11-1", "slurm-15-08-1-1", "slurm-15-08-13-1", "slurm-17-02-11-1",
-            "slurm-17-02-9-1", "slurm-20-02-0-0rc1", "slurm-20-02-7-1"]
-    assert slurm_tags(tags) == ["slurm-15-08-13-1", "slurm-17-02-11-1", "slurm-20-02-7-1"]
+    tags = ["slurm-1-0-0-1", "slurm-1-0-17-1", "slurm-2-6-9-1", "slurm-14-11-11-1", "slurm-15-08-1-1",
+            "slurm-15-08-13-1", "slurm-17-02-11-1", "slurm-17-02-9-1", "slurm-20-02-0-0rc1", "slurm-20-02-7-1"]
+    assert slurm_tags(tags) == ["slurm-1-0-17-1", "slurm-2-6-9-1", "slurm-14-11-11-1", "slurm-15-08-13-1",
+                                "slurm-17-02-11-1", "slurm-20-02-7-1"]
+
+
+def test_rccl_tags_start_at_the_nccl2_port_and_show_as_rocm_releases():
+    """RCCL's tags before rocm-3.3.0 name the ROCm release without a prefix (2.5.0 ... 3.1.0);
+    0.x is RCCL 1, 2.7 and 3.6beta are not releases, 3.3.0 is the commit rocm-3.3.0 tags. The
+    bare ones show as rocm-X.Y.Z so they do not read as RCCL library versions."""
+    from indexer.catalog.spec import rccl_label, rccl_tags
+
+    tags = ["0.7.5", "2.5.0", "2.10.0", "2.7", "2.7.0", "3.3.0", "3.6beta", "hipclang-3.2.0", "rocm-3.3.0",
+            "rocm-5.0.0", "rocm-4.5.2"]
+    picked = rccl_tags(tags)
+    assert picked == ["2.5.0", "2.7.0", "2.10.0", "rocm-3.3.0", "rocm-4.5.2", "rocm-5.0.0"]
+    assert [rccl_label(t) for t in picked] == ["rocm-2.5.0", "rocm-2.7.0", "rocm-2.10.0", "rocm-3.3.0",
+                                              "rocm-4.5.2", "rocm-5.0.0"]
+
+
+def test_torch_strings_extend_cpp_records_back(tmp_path):
+    """Library strings of releases older than the oldest archive (torch-strings=DIR) extend a C++
+    record that starts at v1.13.1 back release by release, newest first, while the libraries
+    hold its longest literal; a gap ends it. A record that starts later (not in the 1.13.1
+    source), a Python record and another project's record are left alone."""
+    from indexer.catalog.run import add_torch_strings
+
+    out = tmp_path / "catalog"
+    out.mkdir()
+    timeout = "Watchdog caught collective operation timeout: "
+    rows = [
+        {"id": "td.pg.1", "repo": "pytorch/pytorch", "file": "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+         "format": "[Rank {rank}] " + timeout + "{work}", "versions": ["v1.13.1", "v2.0.1"],
+         "versions_from": "source and library strings"},
+        {"id": "td.pg.2", "repo": "pytorch/pytorch", "file": "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+         "format": "Tensors must be CUDA and dense on {x}", "versions": ["v1.13.1"]},
+        {"id": "td.pg.3", "repo": "pytorch/pytorch", "file": "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+         "format": "symmetric memory rendezvous failed on {x}", "versions": ["v2.12.1"],
+         "versions_from": "source archives"},
+        {"id": "td.py.4", "repo": "pytorch/pytorch", "file": "torch/distributed/distributed_c10d.py",
+         "format": timeout + "{x}", "versions": ["v1.13.1"]},
+        {"id": "td.gloo.5", "repo": "facebookincubator/gloo", "file": "gloo/pair.cc",
+         "format": timeout + "{x}", "versions": ["gloo-2020-12-31"]},
+    ]
+    (out / "torch_distributed.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    strings = tmp_path / "strings"
+    timeout = "] " + timeout  # the probe: the longest piece of fixed text, "] Watchdog ... timeout:"
+    libs = {"1.9.0": timeout + "\nTensors must be CUDA and dense on \nsymmetric memory rendezvous failed on \n",
+            "1.10.2": "Tensors must be CUDA and dense on \n",
+            "1.11.0": timeout + "\nTensors must be CUDA and dense on \nsymmetric memory rendezvous failed on \n",
+            "1.12.1": timeout + "\nTensors must be CUDA and dense on \n"}
+    for version, text in libs.items():
+        (strings / version).mkdir(parents=True)
+        (strings / version / "strings.txt").write_text(text)
+    produced, read = add_torch_strings(out, strings)
+    by_id = {r["id"]: r for r in produced["torch_distributed"]}
+    assert set(by_id) == {r["id"] for r in rows if r["repo"] == "pytorch/pytorch"}  # gloo's stays in the file
+    # 1.10.2 lacks the timeout literal: the extension stops at 1.11.0, 1.9.0 is not added across the gap
+    assert by_id["td.pg.1"]["versions"] == ["v1.11.0", "v1.12.1", "v1.13.1", "v2.0.1"]
+    assert by_id["td.pg.2"]["versions"] == ["v1.9.0", "v1.10.2", "v1.11.0", "v1.12.1", "v1.13.1"]
+    assert by_id["td.pg.2"]["versions_from"] == "source and library strings"
+    assert by_id["td.pg.3"] == rows[2]                       # starts later: a different message holds the text
+    assert by_id["td.py.4"]["versions"] == ["v1.13.1"]       # Python: not probed
+    assert [r["version"] for r in read] == ["v1.9.0", "v1.10.2", "v1.11.0", "v1.12.1"]
 
 
 def test_nvidia_rm_nv_printf_errors_with_the_function_name():

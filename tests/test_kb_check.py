@@ -255,7 +255,8 @@ def test_catalog_link_rewrites_an_entry_s_span_and_keeps_its_detail(tmp_path, fl
     (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(rec) + "\n")
     write_links(kb)
     loaded = yaml.safe_load((kb / "demo.yaml").read_text(encoding="utf-8"))[0]
-    assert loaded["versions"] == "NCCL v2.3.5-5–v2.30.7-1 (the mask's grouping from v2.12.7-1, 'it''s' kept)"
+    # v2.3.5-5 is the oldest NCCL read (2.0-2.2 were closed source): the span may start earlier
+    assert loaded["versions"] == "NCCL ≤v2.3.5-5–v2.30.7-1 (the mask's grouping from v2.12.7-1, 'it''s' kept)"
     assert loaded["formats"] == [rec["id"]] and loaded["examples"] == entry["examples"]
     assert not [f for f in findings_for(kb) if f.check == "versions"]
 
@@ -314,9 +315,9 @@ def test_a_record_of_the_same_message_in_other_releases_must_be_linked(tmp_path)
         return [f for f in findings_for(kb) if f.check == "formats"]
 
     late = findings(mutated(formats=[new["id"]], versions="NCCL v2.4.2-1–v2.30.7-1"))
-    assert len(late) == 1 and old["id"] in late[0].message and "NCCL v2.3.5-5–v2.30.7-1" in late[0].message
+    assert len(late) == 1 and old["id"] in late[0].message and "NCCL ≤v2.3.5-5–v2.30.7-1" in late[0].message
     assert late[0].file.endswith("demo.yaml") and late[0].line > 1
-    assert findings(mutated(formats=[new["id"], old["id"]], versions="NCCL v2.3.5-5–v2.30.7-1")) == []
+    assert findings(mutated(formats=[new["id"], old["id"]], versions="NCCL ≤v2.3.5-5–v2.30.7-1")) == []
     # the same words around another value: not the entry's message in an older release
     other = record("src/init.cc", "Setting affinity for GPU %d to %s", ["v2.3.5-5"])
     other["format"] = other["format"].replace("{gpu}", "{busId}")
@@ -361,3 +362,32 @@ def test_an_example_that_is_a_line_of_a_labelled_eval_set_is_a_finding(tmp_path)
     assert len(found) == 1 and "eval set" in found[0].message
     assert [f for f in findings_for(write_kb(tmp_path, mutated(examples=[VALID["examples"][0], "[rank2]: " + line])))
             if f.check == "heldout"] == []
+
+
+def test_a_span_starting_at_the_oldest_release_read_says_it_may_start_earlier(tmp_path):
+    """A project not read from its first release (OLDEST_READ) shows a span that starts at its
+    oldest release read as '≤<tag>'; a later start, or a project read from its first release
+    (Slurm from 1.0), shows the tag itself. kb check holds OLDEST_READ to the records: when
+    the oldest release among a project's records is another, it says so."""
+    import json
+
+    from indexer.catalog.records import OLDEST_READ, version_span
+
+    assert version_span(["v1.9.0", "v2.14.1"], "pytorch/pytorch") == "≤v1.9.0–v2.14.1"
+    assert version_span(["v1.10.2", "v2.14.1"], "pytorch/pytorch") == "v1.10.2–v2.14.1"
+    assert version_span(["slurm-1-0-17-1", "slurm-26-05-3-1"], "SchedMD/slurm") == "slurm-1-0-17-1–slurm-26-05-3-1"
+    assert version_span(["v1.9.0"], "pytorch/pytorch") == "≤v1.9.0"
+    assert version_span(["v1.9.0", "v2.14.1"]) == "v1.9.0–v2.14.1"  # no project named: no claim either way
+
+    from indexer.catalog.build import Merged, to_record
+    from indexer.catalog.extract import nccl_file
+
+    occ = nccl_file("src/graph/topo.cc", 'void f() { INFO(NCCL_INIT, "Setting affinity for GPU %d to %s", gpu, mask); }')[0]
+    later = OLDEST_READ["NVIDIA/nccl"].replace("2.3.5-5", "2.4.2-1")
+    rec = to_record(Merged("nccl", "NVIDIA/nccl", occ.level, occ.pieces, True, occ.kind, occ, [later, "v2.30.7-1"]), {})
+    kb = write_kb(tmp_path, mutated(formats=[rec["id"]], versions="NCCL v2.4.2-1–v2.30.7-1"))
+    (kb / "catalog").mkdir()
+    (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(rec) + "\n")
+    found = [f for f in findings_for(kb) if f.check == "versions"]
+    assert [f.message for f in found] == [
+        "OLDEST_READ['NVIDIA/nccl'] is 'v2.3.5-5' but the oldest release among its records is 'v2.4.2-1'"]

@@ -116,8 +116,9 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
     # by id; else by place, for a record whose id changed because the extractor now reads its
     # format or level better (the text was written for the call at that line, not its id);
     # else by its level and format, for one whose newest call is now in a file read since
-    text = (texts.get(rid) or _by_place(texts.get(("at", m.component, m.first.file, m.first.line)), groups)
-            or _by_place(texts.get(("said", m.component, m.level, fmt)), groups) or {})
+    text = texts.get(rid) or _by_place(texts.get(("at", m.component, m.first.file, m.first.line)), groups) \
+        or _by_place(texts.get(("said", m.component, m.level, fmt)), groups) or {}
+    borrowed = text.get("_owner") not in (None, rid)  # another record's text, by place or wording
     level_severity = {
         "INFO": "info", "WARN": "warning", "WARNING": "warning", "ERROR": "error", "FATAL": "fatal", "DEBUG": "info", "TRACE": "info",
         "debug": "info", "info": "info", "warning": "warning", "warn": "warning", "error": "error",
@@ -161,6 +162,15 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
         # what the format prints is itself a prefix the normalizer strips (c10d's "[c10d] "
         # builders): such a record can never be told from the message it wraps
         record["matchable"] = False
+    if borrowed:
+        # the text is kept only if its own record is gone (write_records settles it): a format
+        # read from an older tag at the place of a written one is another message
+        plain = {"severity": level_severity.get(m.level, "error"), "title": None, "explanation": None,
+                 "action": None, "example": {"line": sample, "constructed": True},
+                 "matchable": bool(meaningful(m.pieces) or _devinfo_key(m))
+                 and _matches_after_normalizing(pattern, sample)}
+        plain["role"] = "context" if plain["severity"] == "info" else "root_cause"
+        record["_borrowed"] = {"owner": text["_owner"], "plain": plain}
     return record
 
 
@@ -215,6 +225,7 @@ def load_texts(path: Path) -> dict[str, dict]:
         rec = json.loads(line)
         keep = {k: rec.get(k) for k in ("title", "explanation", "action", "severity", "role", "unrelated",
                                              "unrelated_lines") if rec.get(k)}
+        keep["_owner"] = rec["id"]
         ex = rec.get("example") or {}
         if ex and ex.get("line"):
             keep["example_kept"] = (ex["line"], bool(ex.get("constructed")))
@@ -231,6 +242,13 @@ def load_texts(path: Path) -> dict[str, dict]:
 
 
 def write_records(path: Path, records: list[dict]) -> None:
+    ids = {r["id"] for r in records}
+    for rec in records:
+        borrowed = rec.pop("_borrowed", None)
+        if borrowed and borrowed["owner"] in ids:  # its own record is still there: not this one's text
+            rec.update(borrowed["plain"])
+            rec.pop("unrelated", None)
+            rec.pop("unrelated_lines", None)
     records = sorted(records, key=lambda r: (r["file"], r["line"], r["id"]))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

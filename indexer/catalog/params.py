@@ -224,7 +224,7 @@ def git_trees(git_dir: str, select: Callable[[list[str]], list[str]], under: tup
 
 def build_params(out_dir: Path, sources: dict[str, str]) -> dict[str, int]:
     """Regenerate ``kb/params/*.jsonl`` from the sources given; texts already written stay."""
-    from indexer.catalog.spec import PY_PROJECTS, nccl_tags, rccl_tags
+    from indexer.catalog.spec import PY_PROJECTS, nccl_tags, rccl_label, rccl_tags
 
     texts = _existing_texts(out_dir)
     counts: dict[str, int] = {}
@@ -236,7 +236,9 @@ def build_params(out_dir: Path, sources: dict[str, str]) -> dict[str, int]:
         counts["nccl"] = len(rows)
     if "rccl" in sources:
         nccl_names = {r["name"] for r in read_params(out_dir) if r["component"] == "nccl"}
-        merged = collect_reads(git_trees(sources["rccl"], rccl_tags, ("src",), (".cc", ".cu", ".h", ".c", ".cpp")), "rccl")
+        trees = [Tree(rccl_label(t.version), t.origin, t.files)
+                 for t in git_trees(sources["rccl"], rccl_tags, ("src",), (".cc", ".cu", ".h", ".c", ".cpp"))]
+        merged = collect_reads(trees, "rccl")
         # a variable NCCL also reads is answered by the NCCL record; RCCL keeps its own
         merged = {k: v for k, v in merged.items() if k not in nccl_names}
         rows = to_records(merged, "rccl", "ROCm/rccl", texts)

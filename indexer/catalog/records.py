@@ -169,13 +169,35 @@ _SMALL_WORDS = frozenset("is are was were be been the a an of to for in on at by
                          "does do did has have had can cannot could should must".split())
 
 
-def version_span(versions: list[str]) -> str:
-    """'v2.19.3-1–v2.27.7-1' style: first and last tag read that print the message."""
+# Projects not read from their first release (or first published source), with the oldest
+# release that is read: a message found there may be older, so a span starting there shows as
+# "≤v1.9.0–v2.14.1". `kb check` holds each value to the oldest version among the project's
+# records. Read from the start, unmarked: NCCL's RCCL port (ROCm 2.5), DeepSpeed, Megatron-LM,
+# accelerate, mmengine, xtuner, Slurm, rdma-core, the SHARP plugins.
+OLDEST_READ = {
+    "NVIDIA/nccl": "v2.3.5-5",                    # NCCL 2.0-2.2 were closed source
+    "pytorch/pytorch": "v1.9.0",
+    "huggingface/transformers": "v4.0.1",
+    "torvalds/linux": "v6.1.192",                 # Debian's two kernel source packages
+    "NVIDIA/open-gpu-kernel-modules": "515.43.04",  # the first open release; older drivers are closed
+    "ROCm/clr": "rocm-5.6.0",                     # the HIP runtime lived in ROCm/hipamd and ROCclr before
+    "ROCm/ROCR-Runtime": "rocm-3.3.0", "ROCm/rocminfo": "rocm-3.3.0",
+    "pytorch/elastic": "v0.2.0", "facebookincubator/gloo": "gloo-2018-12-12",
+    "Lightning-AI/pytorch-lightning": "1.0.8", "NVIDIA/nccl-tests": "v2.10.0", "aws/aws-ofi-nccl": "v1.4.0",
+    "openucx/ucx": "v1.2.2", "ofiwg/libfabric": "v1.6.2", "open-mpi/ompi": "v3.0.6",
+}
+
+
+def version_span(versions: list[str], repo: str | None = None) -> str:
+    """'v2.19.3-1–v2.27.7-1' style: first and last tag read that print the message; the first
+    as '≤v1.9.0' when it is the oldest release read of a project read from later than its start
+    (``OLDEST_READ``)."""
     if not versions:
         return ""
+    first = ("≤" if repo is not None and OLDEST_READ.get(repo) == versions[0] else "") + versions[0]
     if len(versions) == 1:
-        return versions[0]
-    return f"{versions[0]}–{versions[-1]}"
+        return first
+    return f"{first}–{versions[-1]}"
 
 
 REPO_NAMES = {
@@ -201,7 +223,7 @@ def entry_versions(records: list[CatalogRecord]) -> str:
     for repo, found in tags.items():
         if found:
             ordered = sorted(found, key=version_key)
-            parts.append(f"{REPO_NAMES.get(repo, repo)} {version_span(ordered)}")
+            parts.append(f"{REPO_NAMES.get(repo, repo)} {version_span(ordered, repo)}")
     return "; ".join(parts)
 
 
@@ -212,11 +234,11 @@ def source_of(rec: CatalogRecord) -> dict:
         "file": rec.file,
         "line": rec.line,
         "function": rec.function,
-        "versions": version_span(rec.versions),
+        "versions": version_span(rec.versions, rec.repo),
         "record": rec.id,
     }
     for repo, versions in rec.other_versions.items():
-        out.setdefault("also", []).append({"repo": repo, "versions": version_span(versions)})
+        out.setdefault("also", []).append({"repo": repo, "versions": version_span(versions, repo)})
     return out
 
 
@@ -242,7 +264,7 @@ def as_entry(rec: CatalogRecord) -> PatternEntry:
         examples=[Example(line=(own_head(rec.component.value, rec.repo, rec.file)[2] if rec.own_head else "")
                           + rec.example.line)],
         source=f"{rec.repo} {rec.file}",
-        versions=version_span(rec.versions),
+        versions=version_span(rec.versions, rec.repo),
         context={own_head(rec.component.value, rec.repo, rec.file)[0]: rec.own_head} if rec.own_head else {},
     )
 

@@ -11,6 +11,10 @@ Sources (``--source NAME=PATH``):
                 (how releases older than those read before, 1.9.0 ... 1.12.1, are added)
   torch-src     a directory with one sub-directory per release (``2.6.0/``) holding an unpacked
                 PyTorch source archive (``torch/csrc/distributed/c10d``, ``c10/cuda`` ...)
+  torch-strings a directory with one sub-directory per release (``1.12.1/strings.txt``), the
+                printable strings of its native libraries alone: every PyTorch C++ record
+                gains the releases that hold its longest literal (how 1.9.0 ... 1.12.1, older
+                than the oldest source archive, are added)
   slurm         a git directory of SchedMD/slurm with its tags
   clr           a git directory of ROCm/clr (the HIP runtime) with its tags
   rdma-core     a git directory of linux-rdma/rdma-core with its tags
@@ -54,7 +58,7 @@ from indexer.catalog.python_src import python_extractor, python_file, rocm_smi_f
 from indexer.catalog.sources import GitRepo, Tree, directory_tree
 from indexer.catalog.spec import (
     CLR_SKIP, CLR_UNDER, ROCR_SKIP, ROCR_UNDER, NCCL_SUFFIXES, RDMA_SKIP, RDMA_UNDER, rdma_tags, PY_PROJECTS, SLURM_SKIP, SLURM_UNDER, clr_tags, TORCH_CPP_SKIP, TORCH_PY_KEEP, TORCH_PY_UNDER, PyProject,
-    nccl_tags, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS, NVIDIA_SKIP, NVIDIA_UNDER, nvidia_tags, LINUX_PARTS, LINUX_SKIP,
+    nccl_tags, rccl_label, rccl_tags, slurm_tags, torch_component, WHEEL_PROJECTS, NVIDIA_SKIP, NVIDIA_UNDER, nvidia_tags, LINUX_PARTS, LINUX_SKIP,
     UCX_SKIP, UCX_UNDER, ucx_tags, NCCL_TESTS_SKIP, NCCL_TESTS_UNDER, nccl_tests_tags, OFI_NCCL_SKIP, OFI_NCCL_UNDER,
     ofi_nccl_tags, GLOO_FIRST_YEAR, GLOO_SKIP, GLOO_UNDER, SHARP_PLUGIN_SKIP, SHARP_PLUGIN_UNDER, sharp_plugin_tags,
     OMPI_SKIP, OMPI_SUFFIXES, OMPI_UNDER, ompi_tags, LIBFABRIC_SKIP, LIBFABRIC_UNDER, libfabric_tags,
@@ -105,7 +109,7 @@ def _yearly_trees(repo: GitRepo, name: str, under, suffixes, first_year: int) ->
 
 def build_nccl_rccl(sources: dict[str, str], texts: dict) -> tuple[dict[str, list[dict]], list[dict]]:
     nccl_trees = _git_trees(sources["nccl"], nccl_tags)
-    rccl_trees = _git_trees(sources["rccl"], rccl_tags)
+    rccl_trees = [Tree(rccl_label(t.version), t.origin, t.files) for t in _git_trees(sources["rccl"], rccl_tags)]
     # The newest RCCL code is on its default branch, ahead of the last rocm-X.Y.Z tag: read it as
     # a dated version ("develop-2024-10-24") so messages added since the last tag are known too.
     head = _dated_head(GitRepo(sources["rccl"]), "develop", ("src",), NCCL_SUFFIXES)
@@ -128,8 +132,9 @@ def build_nccl_rccl(sources: dict[str, str], texts: dict) -> tuple[dict[str, lis
     return {"nccl": nccl_records, "rccl": rccl_records}, manifest
 
 
-def _probe_versions(records: list[dict], merged_pieces: dict[str, tuple], strings: dict[str, str]) -> None:
-    """Add the releases whose native libraries hold a C++ message's longest literal.
+def _probe_hits(records: list[dict], merged_pieces: dict[str, tuple], strings: dict[str, str]) -> dict[str, set[str]]:
+    """For each record with a probe (its longest literal, at least 12 characters), the releases
+    whose native libraries' strings hold it.
 
     One RE2 set of all probes scans each release's strings once (a substring test per record
     and release would read the 200 MB of strings a thousand times)."""
@@ -145,7 +150,7 @@ def _probe_versions(records: list[dict], merged_pieces: dict[str, tuple], string
         if len(probe) >= 12:
             probes.setdefault(probe, []).append(rec)
     if not probes:
-        return
+        return {}
     order = list(probes)
     options = re2.Options()
     options.max_mem = 1 << 30
@@ -158,9 +163,15 @@ def _probe_versions(records: list[dict], merged_pieces: dict[str, tuple], string
     for version, blob in strings.items():
         for hit in scan.Match(blob) or ():
             found[order[hit]].add(version)
-    for probe, recs in probes.items():
-        for rec in recs:
-            rec["versions"] = sorted(set(rec["versions"]) | found[probe], key=version_key)
+    return {rec["id"]: found[probe] for probe, recs in probes.items() for rec in recs}
+
+
+def _probe_versions(records: list[dict], merged_pieces: dict[str, tuple], strings: dict[str, str]) -> None:
+    """Add the releases whose native libraries hold a C++ message's longest literal."""
+    hits = _probe_hits(records, merged_pieces, strings)
+    for rec in records:
+        if rec["id"] in hits:
+            rec["versions"] = sorted(set(rec["versions"]) | hits[rec["id"]], key=version_key)
             rec["versions_from"] = "source and library strings"
 
 
@@ -253,6 +264,54 @@ def add_torch_py(out_dir: Path, wheels: Path, texts: dict) -> tuple[dict[str, li
             row["versions"] = sorted(set(row["versions"]) | set(rec["versions"]), key=version_key)
     manifest = [{"repo": "pytorch/pytorch", "version": t.version, "origin": t.origin, "files": len(t.files)}
                 for t in py_trees]
+    return out, manifest
+
+
+TORCH_CPP_SUFFIXES = (".cpp", ".hpp", ".h", ".cu", ".cuh")
+TORCH_OLDEST_ARCHIVE = "v1.13.1"  # the oldest source archive read (Debian's pool)
+
+
+def add_torch_strings(out_dir: Path, strings_dir: Path) -> tuple[dict[str, list[dict]], list[dict]]:
+    """Library strings alone (``DIR/<version>/strings.txt``, no source) of releases older than
+    the oldest source archive (1.13.1): how 1.9.0 ... 1.12.1, whose Python was already read
+    from their wheels, are added to the C++ records. A record whose span starts at the oldest
+    archive is extended back release by release, newest first, while that release's libraries
+    hold its longest literal (at least 12 characters, the full build's probe); the first release
+    without it ends the extension. A record that starts later was not in the 1.13.1 source, so
+    an older library holding its literal holds some other message: it is left alone."""
+    import re
+
+    strings = {"v" + d.name: (d / "strings.txt").read_text(encoding="utf-8", errors="replace")
+               for d in sorted((p for p in strings_dir.iterdir() if (p / "strings.txt").exists()),
+                               key=lambda p: version_key(p.name))}
+    out: dict[str, list[dict]] = {}
+    cpp: list[dict] = []
+    pieces: dict[str, tuple] = {}
+    for path in sorted(out_dir.glob("*.jsonl")):
+        rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+        mine = [r for r in rows if r["repo"] == "pytorch/pytorch"]
+        if not mine:
+            continue
+        out[path.stem] = mine
+        for r in mine:
+            if r["file"].endswith(TORCH_CPP_SUFFIXES) and r["versions"] and r["versions"][0] == TORCH_OLDEST_ARCHIVE:
+                cpp.append(r)
+                pieces[r["id"]] = tuple(re.split(r"\{[^{}]*\}", r["format"]))
+    hits = _probe_hits(cpp, pieces, strings)
+    older = sorted((v for v in strings if version_key(v) < version_key(TORCH_OLDEST_ARCHIVE)), key=version_key,
+                   reverse=True)
+    for r in cpp:
+        found = hits.get(r["id"], set())
+        added = []
+        for v in older:
+            if v not in found:
+                break
+            added.append(v)
+        if added:
+            r["versions"] = sorted(set(r["versions"]) | set(added), key=version_key)
+            r["versions_from"] = "source and library strings"
+    manifest = [{"repo": "pytorch/pytorch", "version": v, "origin": "torch wheel library strings (versions probe)"}
+                for v in strings]
     return out, manifest
 
 
@@ -414,6 +473,12 @@ def build(out_dir: Path, sources: dict[str, str]) -> dict:
         recs, read = add_torch_cpp(out_dir, Path(sources["torch-src"]), texts)
         produced.update(recs)
         manifest["read"]["pytorch-source-additions"] = read
+    elif "torch-strings" in sources:
+        recs, read = add_torch_strings(out_dir, Path(sources["torch-strings"]))
+        produced.update(recs)
+        earlier = manifest["read"].get("pytorch-strings-additions", [])
+        manifest["read"]["pytorch-strings-additions"] = sorted(
+            {(r["version"], r["origin"]): r for r in earlier + read}.values(), key=lambda r: version_key(r["version"]))
     elif "torch-wheels" in sources:
         recs, read = add_torch_py(out_dir, Path(sources["torch-wheels"]), texts)
         produced.update(recs)

@@ -26,8 +26,22 @@ def nccl_tags(tags: list[str]) -> list[str]:
 
 
 def rccl_tags(tags: list[str]) -> list[str]:
-    """Every full ROCm release tag from rocm-5.0.0 on."""
-    return [t for t in tags if re.fullmatch(r"rocm-\d+\.\d+\.\d+", t) and version_key(t) >= (5, 0)]
+    """Every ROCm release tag of RCCL from ROCm 2.5 on, when RCCL became a port of NCCL 2
+    (2.3.7): ``2.5.0`` ... ``3.1.0`` name the ROCm release without a prefix, ``rocm-3.3.0`` on
+    with one (``3.3.0`` is the same commit as ``rocm-3.3.0``; ``0.x`` is the RCCL 1 library
+    before the port; ``2.7`` and ``3.6beta`` are not releases). Up to 2026-12-07 only
+    rocm-5.0.0 on was read, so a message RCCL printed since ROCm 2.5 showed as rocm-5.0.0."""
+    rocm = {t for t in tags if re.fullmatch(r"rocm-\d+\.\d+\.\d+", t)}
+    bare = [t for t in tags if re.fullmatch(r"\d+\.\d+\.\d+", t) and version_key(t) >= (2, 5)
+            and f"rocm-{t}" not in rocm]
+    return sorted(bare, key=version_key) + sorted(rocm, key=version_key)
+
+
+def rccl_label(tag: str) -> str:
+    """The version an RCCL tag is shown as: the ROCm release it names, ``2.5.0`` as
+    ``rocm-2.5.0`` (read bare, it looks like an RCCL library version, which at ROCm 2.5 was
+    NCCL 2.3.7's); the manifest keeps the commit, so the label stays checkable."""
+    return tag if tag.startswith("rocm-") or not re.fullmatch(r"\d+\.\d+\.\d+", tag) else f"rocm-{tag}"
 
 
 # PyTorch: the distributed packages users meet in training logs (issue scope), not the
@@ -122,8 +136,10 @@ _SKIP_TESTS = r"(?:^|/)tests?/|/test_[^/]*\.py$|(?:^|/)examples?/|/benchmarks?/|
 
 PY_PROJECTS: dict[str, PyProject] = {
     "deepspeed": PyProject(
-        # from v0.3.0 (2020): logs of 0.5-0.8 runs are still pasted every day
-        "deepspeed", "deepspeedai/DeepSpeed", _final_tags(r"v\d+\.\d+\.\d+", (0, 3)),
+        # every release from the first, v0.1.0 (2020): logs of 0.5-0.8 runs are still pasted
+        # every day (up to 2026-12-07 from v0.3.0, so the engine's start-up lines of 0.1 and
+        # 0.2 showed as new in 0.3)
+        "deepspeed", "deepspeedai/DeepSpeed", _final_tags(r"v\d+\.\d+\.\d+", (0, 1)),
         ("deepspeed", "op_builder", "accelerator"),
         # inference kernels, model injection policies and compression are not what training
         # logs print; the runtime, ZeRO, launcher, comm, checkpoints, accelerator and op builds are;
@@ -177,7 +193,8 @@ PY_PROJECTS: dict[str, PyProject] = {
         ),
     ),
     "accelerate": PyProject(
-        "accelerate", "huggingface/accelerate", _final_tags(r"v\d+\.\d+\.\d+", (0, 20)),
+        # every release from the first, v0.1.0 (2021; up to 2026-12-07 from v0.20.0)
+        "accelerate", "huggingface/accelerate", _final_tags(r"v\d+\.\d+\.\d+", (0, 1)),
         ("src/accelerate",),
         # `accelerate test` runs test_utils/scripts/test_script.py through testing.py's
         # execute_subprocess_async ("Running:  accelerate-launch ..."): user-facing, unlike the
@@ -248,16 +265,18 @@ WHEEL_PROJECTS: dict[str, PyProject] = {
 
 # ---- C projects read from git at release tags ---------------------------------------------
 def slurm_tags(tags: list[str]) -> list[str]:
-    """The last release of each Slurm major version from 15.08 on (``slurm-24-05-8-1``): the
-    oldest tags of the mirror; lines of 15.08 … 19.05 still fill the threads users search
-    (task/cgroup's ``Exceeded step memory limit at some point.`` was dropped after 17.02)."""
+    """The last release of each Slurm major version (``slurm-24-05-8-1``), from the first
+    release on (``slurm-1-0-*``, 2006): lines of 15.08 … 19.05 still fill the threads users
+    search (task/cgroup's ``Exceeded step memory limit at some point.`` was dropped after
+    17.02). Up to 2026-12-07 only 15.08 on was read, so srun's and slurmstepd's messages of the
+    2.x and 14.x releases showed as new in 15.08."""
     last: dict[tuple, tuple] = {}
     for t in tags:
         m = re.fullmatch(r"slurm-(\d+)-(\d+)-(\d+)-(\d+)", t)
         if m:
             key = version_key(t)
             major = key[:2]
-            if major >= (15, 8) and (major not in last or key > last[major][0]):
+            if major not in last or key > last[major][0]:
                 last[major] = (key, t)
     return [t for _, t in sorted(last.values())]
 
