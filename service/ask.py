@@ -307,7 +307,7 @@ def build_docs(kb_dir: Path, kb: KnowledgeBase) -> list[Doc]:
         if v.text is None:
             continue
         source = {"repo": v.repo, "file": v.file, "line": v.line, "function": v.function,
-                  "versions": f"{REPO_NAMES.get(v.repo, v.repo)} {version_span(list(v.versions))}",
+                  "versions": f"{REPO_NAMES.get(v.repo, v.repo)} {version_span(list(v.versions), v.repo)}",
                   "read_as": v.kind}
         if v.default is not None:
             source["default"] = v.default
