@@ -157,12 +157,16 @@ PY_PROJECTS: dict[str, PyProject] = {
                      # utils/timer.py's ThroughputTimer logs through self.logging, logger.info
                      # unless the caller passes another function
                      "self.logging": Helper(level="info")},
-            print_paths=("deepspeed/launcher/", "op_builder/", "deepspeed/env_report.py", "accelerator/",
+            # deepspeed/pt/ is v0.1-v0.2's package (deepspeed_launch.py, deepspeed_run.py, the
+            # engine in deepspeed_light.py): its launcher printed "WORLD INFO DICT" and
+            # "Setting CUDA_VISIBLE_DEVICES" with print() as deepspeed/launcher/ does later
+            print_paths=("deepspeed/launcher/", "deepspeed/pt/", "op_builder/", "deepspeed/env_report.py", "accelerator/",
                          "deepspeed/ops/transformer/inference/triton/matmul_ext.py",
                          "deepspeed/ops/op_builder/", "deepspeed/utils/", "deepspeed/runtime/"),
             # ``assert cond, "message"`` where DeepSpeed checks its config and the engine's use
             # ("Check batch related parameters. train_batch_size is not equal to ...")
             assert_paths=(r"^deepspeed/runtime/config\.py$", r"^deepspeed/runtime/engine\.py$", r"^deepspeed/launcher/",
+                          r"^deepspeed/pt/deepspeed_(?:config|light|launch|run)\.py$",
                           r"^deepspeed/runtime/zero/config\.py$", r"^deepspeed/comm/comm\.py$", r"^deepspeed/elasticity/"),
         ),
     ),
