@@ -124,16 +124,26 @@ def wrap_display(text: str, width: int) -> list[str]:
         if current and used + w > width:
             carry: list[str] = []
             if token[0] in NO_LINE_START:
-                # take the word before the punctuation down with it (if the line keeps something)
+                # take the word before the punctuation down with it (if the line keeps something),
+                # keeping the spaces between what moves ("error: ..." stays "error: ...")
+                lead_gap = gap = False
                 while current and current[-1] == " ":
                     current.pop()
+                    lead_gap = True
                 while len(current) > 1 and (not carry or carry[0][0] in NO_LINE_START):
-                    carry.insert(0, current.pop())
+                    word = current.pop()
+                    if gap:
+                        carry.insert(0, " ")
+                    carry.insert(0, word)
+                    gap = False
                     while len(current) > 1 and current[-1] == " ":
                         current.pop()
+                        gap = True
                 if carry and carry[0][0] in NO_LINE_START:  # only punctuation could move down
-                    current += carry
+                    current += ([" "] if gap else []) + carry
                     carry = []
+                if lead_gap:
+                    (carry if carry else current).append(" ")
             if token[0] in NO_LINE_START and not carry:
                 current.append(token)  # a lone over-wide word: the punctuation hangs after it
                 used += w

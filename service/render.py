@@ -26,6 +26,26 @@ def _block(label: str, text: str, width: int, pad: int) -> list[str]:
     return [f"{INDENT}{head} {body[0]}"] + [f"{INDENT}{' ' * pad} {line}" for line in body[1:]]
 
 
+def _wrap_items(items: list[str], width: int, sep: str = " · ") -> list[str]:
+    """Join items with ``sep``, breaking only between items ("置信度 0.99" stays on one line);
+    an item wider than the line is wrapped on its own."""
+    lines: list[str] = []
+    current = ""
+    for item in items:
+        joined = current + sep + item if current else item
+        if current and display_width(joined) > width:
+            lines.append(current)
+            current = item
+        else:
+            current = joined
+        if display_width(current) > width:
+            *full, current = wrap_display(current, width)
+            lines += full
+    if current:
+        lines.append(current)
+    return lines
+
+
 def render_answer(answer: dict, langs: tuple[str, ...] = ("en", "zh"), colour: bool = False, width: int = 100,
                   verbose: bool = False) -> str:
     out: list[str] = []
@@ -48,7 +68,7 @@ def render_answer(answer: dict, langs: tuple[str, ...] = ("en", "zh"), colour: b
     summary = answer.get("summary")
     if summary:
         for lang in langs:
-            if summary[lang] != answer["title"][lang] or verbose:
+            if summary[lang] != answer["title"][lang]:  # a summary that only repeats the title says nothing
                 out += _block(term(lang, "summary"), summary[lang], width, pad)
     if verbose:
         for lang in langs:
@@ -59,12 +79,12 @@ def render_answer(answer: dict, langs: tuple[str, ...] = ("en", "zh"), colour: b
     if verbose and answer["fields"]:
         shown = " ".join(f"{k}={v}" for k, v in answer["fields"].items())
         out += _block(term(lang0, "fields"), shown, width, pad)
-    meta = " · ".join([
+    meta = [
         answer["pattern_id"], answer["component"], term(lang0, f"role.{answer['role']}"),
         TERMS[lang0].get(f"tier.{answer['tier']}", answer["tier"]),
         f"{term(lang0, 'confidence')} {answer['confidence']:.2f}",
-    ])
-    out += [f"{INDENT}{l}" for l in wrap_display(meta, width - len(INDENT))]
+    ]
+    out += [f"{INDENT}{l}" for l in _wrap_items(meta, width - len(INDENT))]
     where = source_line(answer.get("source"), lang0)
     if where:
         out += [f"{INDENT}{l}" for l in wrap_display(where, width - len(INDENT))]

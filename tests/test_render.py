@@ -45,3 +45,25 @@ def test_no_closing_punctuation_starts_a_line_and_no_opening_one_ends_it():
             long_words = [w for w in words if _width(w) > width]
             assert all(_width(l) <= width for l in lines) or long_words or any(
                 l[-1] in NO_LINE_START for l in lines)
+
+
+def test_a_word_moved_down_before_punctuation_keeps_its_spaces():
+    """Closing punctuation takes the word before it down to the next line; the spaces between
+    what moves stay ("error: ..." was printed "error:...", a reviewer's finding)."""
+    lines = wrap_display("关键看原因文本：“NCCL error: ...”表示 NCCL 报告了通信失败", 30)
+    assert any("error: ...”" in line for line in lines), lines
+    text = "Check 'Unable to query ...' lines and more words here"
+    for width in (12, 20, 26):
+        assert " ".join(wrap_display(text, width)) == text, width
+
+
+def test_the_meta_line_breaks_only_between_its_items():
+    """'置信度 0.99' never splits across lines: the meta line breaks at its separators."""
+    from service.render import _wrap_items
+
+    items = ["torch_distributed.pgnccl.watchdog_terminated", "torch_distributed", "外层报错", "精确匹配", "置信度 0.99"]
+    for width in (30, 50, 70, 98):
+        lines = _wrap_items(items, width)
+        assert " · ".join(lines) == " · ".join(items)
+        assert any(line.endswith("置信度 0.99") for line in lines)
+        assert all(_width(line) <= width or line in items for line in lines)  # an item wider than the line stands alone
