@@ -72,10 +72,11 @@ def _human_seconds(seconds: float) -> tuple[str, str]:
     if seconds < 120:
         return (f"{seconds:g} s", f"{seconds:g} 秒")
     if seconds < 7200:
-        minutes = seconds / 60
-        return (f"{minutes:g} min", f"{minutes:g} 分钟")
+        minutes = f"{seconds / 60:.1f}".removesuffix(".0")  # 600061 ms: 10 min, not 10.0017
+        return (f"{minutes} min", f"{minutes} 分钟")
     hours = seconds / 3600
-    return (f"{hours:.3g} h", f"{hours:.3g} 小时")
+    text = f"{hours:.3g}" if hours < 100 else f"{hours:.0f}"  # 180000000000 ms: 50000 h, not 5e+04
+    return (f"{text} h", f"{text} 小时")
 
 
 def duration_ms(value: str) -> Decoded:
@@ -96,13 +97,13 @@ def nccl_trees(value: str) -> Decoded:
     for channel, d0, d1, d2, me, up in _TREE.findall(value):
         children = [d for d in (d0, d1, d2) if d != "-1"]
         kids = ", ".join(children) if children else "none"
-        kids_zh = "、".join(children) if children else "无"
+        kids_zh = f"子节点 {'、'.join(children)}" if children else "没有子节点"
         if up == "-1":
             en.append(f"channel {channel}: rank {me} is the root, children {kids}")
-            zh.append(f"通道 {channel}：rank {me} 是根，子节点 {kids_zh}")
+            zh.append(f"通道 {channel}：rank {me} 是根，{kids_zh}")
         else:
             en.append(f"channel {channel}: rank {me} has parent {up}, children {kids}")
-            zh.append(f"通道 {channel}：rank {me} 的父节点是 {up}，子节点 {kids_zh}")
+            zh.append(f"通道 {channel}：rank {me} 的父节点是 {up}，{kids_zh}")
     if not en:
         raise ValueError(value)
     return ("; ".join(en), "；".join(zh))

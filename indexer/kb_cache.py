@@ -44,7 +44,8 @@ from indexer.kb_loader import KnowledgeBase, LazyEntries, kb_digest, load_kb
 # 12: records that take a message of unrelated software (kb/unrelated/) no longer answer
 # 13: ... except NCCL's and RCCL's behind their own "NCCL WARN" head (a context rule on format)
 # 14: ... and UCX's, libfabric's, HIP's, DeepSpeed's, mmengine's and c10's behind theirs
-FORMAT = 18
+# 19: no fold space before a full-width "（" or before "“" after Chinese (schema.SPACE_BY_FULLWIDTH)
+FORMAT = 19
 KEEP = 8
 SETTLED_NS = 2_000_000_000
 

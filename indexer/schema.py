@@ -21,8 +21,11 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 # full-width punctuation that space is an artefact, not text.
 _CJK_CLASS = r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]"
 FOLDED_CJK_SPACE = re.compile(rf"(?<={_CJK_CLASS})[ \t\n]+(?={_CJK_CLASS})")
-# ... and next to full-width punctuation no space belongs either ("， watchdog", "完成 。").
-SPACE_BY_FULLWIDTH = re.compile(r"(?<=[，。；：、（“！？])[ \t\n]+|[ \t\n]+(?=[，。；：、）”！？])")
+# ... and next to full-width punctuation no space belongs either ("， watchdog", "完成 。"), nor
+# before a full-width bracket ("DSElasticAgent （它的子类）") or a quote after Chinese ("打印 “taking").
+SPACE_BY_FULLWIDTH = re.compile(
+    r"(?<=[，。；：、（“！？])[ \t\n]+|[ \t\n]+(?=[，。；：、（）”！？])|(?<=[\u4e00-\u9fff])[ \t\n]+(?=“)"
+)
 
 
 class Component(str, Enum):

@@ -7,6 +7,7 @@ the bilingual decoding of group ``name`` (a built-in decoder or a curated ``valu
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Callable
 
 from indexer.decoders import DECODERS
@@ -17,6 +18,26 @@ PLACEHOLDER = re.compile(r"\{(\w+)\}")
 # placeholder inside it has a value, so optional groups leave no "<name>" behind.
 OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.DOTALL)
 DECODED_SUFFIX = "_decoded"
+
+
+def _wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in ("W", "F")
+
+
+def tight_after(value: str, following: str) -> bool:
+    """Whether the space that starts ``following`` goes, after a zh value: a template writes
+    "从 {state} 切到" for English values ("INIT"), but a value that ends in Chinese (a decoding
+    such as "INIT（已初始化，未连接）") takes no space before Chinese text or after full-width
+    punctuation."""
+    if not value or not following.startswith(" ") or not _wide(value[-1]):
+        return False
+    return unicodedata.category(value[-1]).startswith("P") or (len(following) > 1 and _wide(following[1]))
+
+
+def ends_twice(value: str, following: str, lang: int) -> bool:
+    """Whether a value's closing "." doubles the sentence end that follows it: a captured
+    message "... to activate." before "。" (zh) or "." (en) would print ".。" or ".."."""
+    return value.endswith(".") and not value.endswith("..") and following.startswith("。" if lang else ".")
 
 
 def placeholders(text: str) -> set[str]:
@@ -86,6 +107,11 @@ def fill(text: str, values: dict[str, tuple[str, str]], lang: int) -> str:
     for j in range(1, len(parts), 2):
         hit = values.get(parts[j])
         out[j] = hit[lang] if hit is not None else f"<{parts[j]}>"
+        if hit is not None:
+            if ends_twice(out[j], out[j + 1], lang):
+                out[j] = out[j][:-1]
+            if lang and tight_after(out[j], out[j + 1]):
+                out[j + 1] = out[j + 1][1:]
     return "".join(out)
 
 

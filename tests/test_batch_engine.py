@@ -367,3 +367,47 @@ def test_an_engine_takes_its_peers_shapes_and_gives_the_same_answers(explainer, 
     alone = Engine(explainer, semantic=False).annotate(chunk, need_context=True, context_dicts=True, keep_messages=True)
     assert [got.record(i) for i in range(len(lines))] == [alone.record(i) for i in range(len(lines))]
     assert got.record(0) == explainer.explain_many([lines[0]], semantic=False)[0]
+
+
+def test_shapes_of_one_entry_name_their_own_printing_format(tmp_path):
+    """A curated entry that links two printing formats names, per line, the one whose pattern
+    matches (``Explainer.source``). Lines of two shapes with the same field values share their
+    texts, but not their source: the ``beta`` line must not name the ``alpha`` format."""
+    import json
+
+    kb = [demo_entry("demo.gadget", r"^(?:alpha|beta) gadget (?P<x>\S+)$", "alpha gadget foo",
+                     title={"en": "Gadget {x}", "zh": "部件 {x}"}, fields={"x": {"en": "name", "zh": "名字"}},
+                     formats=["nccl.init.0000000a", "nccl.init.0000000b"])]
+    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(kb, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    (tmp_path / "catalog").mkdir()
+    records = [_record("nccl.init.0000000a", r"^alpha gadget (?P<x>\S+)\s*$", "alpha gadget foo"),
+               _record("nccl.init.0000000b", r"^beta gadget (?P<x>\S+)\s*$", "beta gadget foo")]
+    records[1]["line"] = 2
+    (tmp_path / "catalog" / "nccl.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    explainer = Explainer(kb_dir=tmp_path, index_dir=tmp_path / "index", index_policy="refuse")
+    lines = [PREFIX.format(n=n) + f"{word} gadget foo" for n in (1, 2) for word in ("alpha", "beta")]
+    expected = explainer.explain_many(lines, semantic=False)
+    assert [r["source"]["record"] for r in expected] == ["nccl.init.0000000a", "nccl.init.0000000b"] * 2
+    engine = Engine(explainer, semantic=False, verify="off")
+    annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
+    assert [annotated.record(i) for i in range(len(lines))] == expected
+
+
+def test_joined_values_are_spaced_and_stopped_as_the_spine_does(tmp_path):
+    """Values that end in Chinese, full-width punctuation or a period, before a space, "。" or
+    ".": the engine's HeadTemplate joins them exactly as the spine's ``fill`` does."""
+    kb = [demo_entry("demo.said", r"^driver said (?P<msg>.+)$", "driver said reset gpu to activate.",
+                     title={"en": "Driver: {msg}.", "zh": "驱动：{msg}。"},
+                     fields={"msg": {"en": "message", "zh": "原文", "values": {"ok": {"en": "fine (ok)", "zh": "正常（ok）"}}}},
+                     explanation={"en": "It said {msg}. Then {msg_decoded} here.", "zh": "原文 {msg} 之后；值 {msg_decoded} 切到 RTR。"})]
+    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(kb, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    explainer = Explainer(kb_dir=tmp_path, index_dir=tmp_path / "index", index_policy="refuse")
+    assert not explainer.kb.findings
+    messages = ["reset gpu to activate.", "ok", "已初始化", "INIT（已初始化）", "wait..", "x. y", "完成。", "a.b"]
+    lines = [PREFIX.format(n=n) + f"driver said {m}" for n in (1, 2) for m in messages]
+    expected = explainer.explain_many(lines, semantic=False)
+    assert expected[0]["title"]["zh"] == "驱动：reset gpu to activate。"
+    assert "原文 已初始化之后" in expected[2]["explanation"]["zh"]
+    engine = Engine(explainer, semantic=False, verify="off")
+    annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
+    assert [annotated.record(i) for i in range(len(lines))] == expected

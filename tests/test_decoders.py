@@ -29,7 +29,10 @@ def test_pci_busid_matches_nccl_int64_encoding():
 
 def test_durations_and_bytes():
     assert duration_ms("1800000") == ("30 min", "30 分钟")
-    assert duration_ms("600055")[0].startswith("10.0")
+    assert duration_ms("600055")[0] == "10 min"
+    # a watchdog's "ran for 600061 milliseconds" reads as ten minutes, not 10.0017
+    assert duration_ms("600061") == ("10 min", "10 分钟")
+    assert duration_ms("630000") == ("10.5 min", "10.5 分钟")
     assert byte_count("72800")[0] == "71.1 KiB"
 
 
@@ -38,6 +41,9 @@ def test_nccl_trees_root_and_parent():
     assert "channel 0: rank 0 is the root, children 1, 16" in en
     assert "channel 2: rank 0 has parent 4, children 1" in en
     assert "父节点是 4" in zh
+    leaf_en, leaf_zh = nccl_trees("[1] -1/-1/-1->3->2")
+    assert "children none" in leaf_en
+    assert leaf_zh == "通道 1：rank 3 的父节点是 2，没有子节点"  # not "子节点 无"
 
 
 def test_rank_list_counts():
@@ -57,3 +63,30 @@ def test_folded_yaml_spaces_between_chinese_characters_are_removed():
 
     text = Bilingual(en="a b", zh="模型构建 完成，共 291 个参数张量。 之后")
     assert text.zh == "模型构建完成，共 291 个参数张量。之后"
+
+
+def test_no_space_after_a_zh_value_that_ends_in_chinese():
+    """A template spaces an English value from Chinese text ("从 {state} 切到"); a decoded value
+    ending in Chinese or full-width punctuation takes no space, in the spine's fill and in the
+    batch engine's HeadTemplate alike."""
+    from indexer.texts import fill, tight_after
+
+    text = "从 {state} 切到 RTR"
+    assert fill(text, {"state": ("INIT", "INIT")}, 1) == "从 INIT 切到 RTR"
+    assert fill(text, {"state": ("INIT (x)", "INIT（已初始化）")}, 1) == "从 INIT（已初始化）切到 RTR"
+    assert fill(text, {"state": ("INIT (x)", "INIT（已初始化）")}, 0) == "从 INIT (x) 切到 RTR"
+    assert fill("值为 {v} GiB", {"v": ("8", "八")}, 1) == "值为 八 GiB"  # Latin after: space kept
+    assert fill("{v} 之后", {"v": ("x", "已初始化")}, 1) == "已初始化之后"
+    assert not tight_after("INIT", " 切到") and tight_after("（中）", " x")
+
+
+def test_a_value_ending_in_a_period_does_not_double_the_sentence_end():
+    """A captured driver message "... reset gpu to activate." before the template's "。" / "."."""
+    from indexer.decoders import duration_ms
+    from indexer.texts import fill
+
+    values = {"detail": ("reset gpu to activate.", "reset gpu to activate.")}
+    assert fill("驱动原文：{detail}。之后", values, 1) == "驱动原文：reset gpu to activate。之后"
+    assert fill("Driver says: {detail}. Then", values, 0) == "Driver says: reset gpu to activate. Then"
+    assert fill("{detail}...", {"detail": ("wait..", "wait..")}, 0) == "wait.....", "an ellipsis is left alone"
+    assert duration_ms("180000000000") == ("50000 h", "50000 小时")  # not 5e+04

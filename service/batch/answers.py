@@ -17,7 +17,7 @@ import orjson
 
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.catalog.records import pattern_tier
-from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, summary_text
+from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, ends_twice, summary_text, tight_after
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
 from service.explainer import CONTRACT_KEYS  # one contract for every front-end
@@ -25,6 +25,7 @@ from service.presentation import SEVERITY_RANK
 
 _HEAD_KEYS = CONTRACT_KEYS[1:CONTRACT_KEYS.index("fields")]  # known .. action: between "line" and "fields"
 _RANK = SEVERITY_RANK
+_FULL_STOP = "。".encode()
 ESCAPED_LIMIT = 20_000  # JSON-escaped field values a HeadTemplate user keeps (cleared when full)
 
 
@@ -168,12 +169,17 @@ class HeadTemplate:
             value = fields[name]
             if spec is not None:
                 value = (decode(spec, value) or (value, value))[lang]
+            after = out[j + 1]
+            if value[-1:] == "." and (after[:1] == b"." or after[:3] == _FULL_STOP) and ends_twice(value, after[:3].decode("utf-8", "ignore"), lang):
+                value = value[:-1]  # as indexer.texts.fill does
             piece = escaped.get(value)
             if piece is None:
                 if len(escaped) >= ESCAPED_LIMIT:
                     escaped.clear()
                 piece = escaped[value] = orjson.dumps(value)[1:-1]
             out[j] = piece
+            if lang and after[:1] == b" " and tight_after(value, after[:5].decode("utf-8", "ignore")):
+                out[j + 1] = after[1:]  # as indexer.texts.fill does
         return b"".join(out)
 
 

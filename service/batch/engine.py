@@ -80,7 +80,7 @@ class Engine:
         self.peer: Engine | None = None
         self._messages: dict[Any, Answer] = {}
         self._by_embedded: dict[str, Answer] = {}
-        self._texts: dict[tuple, Answer] = {}  # (entry, used field values) -> shared answer
+        self._texts: dict[tuple, Answer] = {}  # (entry, tail, used field values) -> shared answer
         self._verdict_reads: dict[int, tuple[str, ...]] = {}  # entry -> names its verdicts read
         self._verdict_memo: dict[tuple, tuple[dict, tuple]] = {}  # (entry, those values) -> verdict_values
         self._heads: dict[tuple, HeadTemplate] = {}  # (entry, present fields) -> template
@@ -269,7 +269,10 @@ class Engine:
 
     def _texts_answer(self, shape: Shape, fields: dict) -> Answer:
         """The answer shared by lines of a FIELDS shape whose texts use the same values."""
-        key = (shape.entry,) + tuple(map(fields.get, shape.used))
+        # The tail (candidates and source) is the shape's: an entry that links several printing
+        # formats names the one that matches the message, so two shapes of one entry with the
+        # same values may name different source lines.
+        key = (shape.entry, shape.tail) + tuple(map(fields.get, shape.used))
         answer = self._texts.get(key)
         if answer is None:
             entry = self.explainer.entries[shape.entry]
