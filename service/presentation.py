@@ -26,6 +26,8 @@ TERMS: dict[str, dict[str, str]] = {
         "role.context": "context", "role.progress": "progress", "role.advice": "advice",
         "role.root_cause": "root cause", "role.cascade": "knock-on error", "role.wrapper": "wrapper",
         "printed": "printed by", "in": "in", "also": "also", "versions": "releases",
+        "from.docs:": "documented in", "from.kernel:": "printed by the Linux kernel:",
+        "from.vendor:": "printed by the vendor tool", "from.man:": "described in the man page",
     },
     "zh": {
         "fatal": "致命", "error": "错误", "warning": "警告", "info": "信息",
@@ -37,6 +39,8 @@ TERMS: dict[str, dict[str, str]] = {
         "role.context": "背景", "role.progress": "进度", "role.advice": "建议",
         "role.root_cause": "根因", "role.cascade": "连带报错", "role.wrapper": "包装信息",
         "printed": "打印位置：", "in": "函数", "also": "另见", "versions": "版本",
+        "from.docs:": "出处（文档）：", "from.kernel:": "出处（Linux 内核）：",
+        "from.vendor:": "出处（厂商工具）：", "from.man:": "出处（man 手册）：",
     },
 }
 
@@ -63,10 +67,12 @@ def source_line(source: dict | None, lang: str = "en") -> str | None:
     if not source or not source.get("repo"):
         return None
     w = TERMS.get(lang, TERMS["en"])
-    where = f"{source['repo']} {source.get('file') or ''}".strip()
+    kind = w.get(f"from.{source['repo']}")  # an entry citing docs, the kernel, a vendor tool
+    where = (source.get("file") or "") if kind else f"{source['repo']} {source.get('file') or ''}".strip()
     if source.get("line"):
         where += f":{source['line']}"
-    parts = [f"{w['printed']} {where}" if lang == "en" else f"{w['printed']}{where}"]
+    label = kind or w["printed"]
+    parts = [f"{label} {where}" if lang == "en" else f"{label}{where}"]
     if source.get("function"):
         parts.append(f"{w['in']} {source['function']}")
     versions = _versions(source.get("versions"), lang)

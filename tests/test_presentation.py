@@ -71,3 +71,17 @@ def test_severity_order_lives_in_one_place():
     from service.presentation import SEVERITY_RANK
 
     assert options.SEVERITY_RANK is SEVERITY_RANK and summary.SEVERITY_RANK is SEVERITY_RANK
+
+
+def test_a_source_that_is_documentation_or_the_kernel_is_named_in_the_reader_s_language():
+    """Entries cite ``docs: ...``, ``kernel: ...`` or ``vendor: ...`` where no repository prints
+    the line: the frame says what kind of source it is instead of printing "docs:" raw."""
+    from service.presentation import source_line
+
+    docs = {"repo": "docs:", "file": "NVIDIA Compute Sanitizer user guide", "line": None, "function": None, "versions": None}
+    assert source_line(docs, "zh") == "出处（文档）：NVIDIA Compute Sanitizer user guide"
+    assert source_line(docs, "en") == "documented in NVIDIA Compute Sanitizer user guide"
+    kernel = dict(docs, repo="kernel:", file="mm/oom_kill.c")
+    assert "docs:" not in source_line(kernel, "zh") and source_line(kernel, "zh").startswith("出处（Linux 内核）：")
+    repo = dict(docs, repo="NVIDIA/nccl", file="src/init.cc", line=7)
+    assert source_line(repo, "zh") == "打印位置：NVIDIA/nccl src/init.cc:7"

@@ -170,9 +170,14 @@
   }
 
   // the same sentence as service/presentation.py
+  const KINDS = {
+    "docs:": ["documented in ", "出处（文档）："], "kernel:": ["printed by the Linux kernel: ", "出处（Linux 内核）："],
+    "vendor:": ["printed by the vendor tool ", "出处（厂商工具）："], "man:": ["described in the man page ", "出处（man 手册）："],
+  };
   function sourceLine(s) {
-    let where = `${s.repo} ${s.file || ""}`.trim() + (s.line ? `:${s.line}` : "");
-    const parts = [(lang === "zh" ? "打印位置：" : "printed by ") + where];
+    const kind = KINDS[s.repo];
+    let where = (kind ? (s.file || "") : `${s.repo} ${s.file || ""}`.trim()) + (s.line ? `:${s.line}` : "");
+    const parts = [(kind ? kind[lang === "zh" ? 1 : 0] : (lang === "zh" ? "打印位置：" : "printed by ")) + where];
     if (s.function) parts.push((lang === "zh" ? "函数 " : "in ") + s.function);
     if (s.versions) parts.push(s.versions);
     return parts.join(lang === "zh" ? "，" : ", ");

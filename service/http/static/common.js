@@ -11,7 +11,9 @@ export const STRINGS = {
     empty: "Paste at least one log line first.", line: (n) => `Line ${n}`, confidence: "confidence",
     unknown: "unknown", unknown_title: "Not in the knowledge base",
     nearest: "Nearest entries", none_near: "No entry is close.", action: "What to do", fields: "Fields", details: "Details",
-    references: "References", source: "Printed by", tier: { regex: "exact match", catalog: "source catalogue", semantic: "similar entry" },
+    references: "References", source: "Printed by",
+    source_kind: { "docs:": "Documented in", "kernel:": "Printed by the Linux kernel", "vendor:": "Printed by the vendor tool", "man:": "Described in the man page" },
+    tier: { regex: "exact match", catalog: "source catalogue", semantic: "similar entry" },
     printed_in: "in", also: "also",
     severity: { info: "info", warning: "warning", error: "error", fatal: "fatal" },
     role: { context: "context", progress: "progress", advice: "advice", root_cause: "root cause", cascade: "knock-on error", wrapper: "wrapper" },
@@ -42,7 +44,9 @@ export const STRINGS = {
     empty: "请先粘贴至少一行日志。", line: (n) => `第 ${n} 行`, confidence: "置信度",
     unknown: "未收录", unknown_title: "知识库里没有这一行",
     nearest: "最接近的条目", none_near: "没有相近的条目。", action: "建议操作", fields: "字段", details: "详情",
-    references: "参考资料", source: "打印位置", tier: { regex: "精确匹配", catalog: "源码目录", semantic: "语义相似" },
+    references: "参考资料", source: "打印位置",
+    source_kind: { "docs:": "出处（文档）", "kernel:": "出处（Linux 内核）", "vendor:": "出处（厂商工具）", "man:": "出处（man 手册）" },
+    tier: { regex: "精确匹配", catalog: "源码目录", semantic: "语义相似" },
     printed_in: "函数", also: "另见",
     severity: { info: "信息", warning: "警告", error: "错误", fatal: "致命" },
     role: { context: "背景", progress: "进度", advice: "建议", root_cause: "根因", cascade: "连带报错", wrapper: "包装信息" },
@@ -184,10 +188,14 @@ export function severityBadge(severity) {
 /** Links and source line for a KB entry: shared by result cards and the KB page. */
 export function provenance(entry) {
   const parts = [];
+  // a source that is documentation, the kernel or a vendor tool, not a repository: say which
+  const [head, ...rest] = (entry.source || "").split(" ");
+  const kind = t("source_kind")[head];
+  const shown = kind ? rest.join(" ") : entry.source;
   const source = entry.source_url
-    ? el("a", { href: entry.source_url, rel: "noreferrer" }, el("code", { text: entry.source }))
-    : el("code", { text: entry.source });
-  parts.push(el("p", { class: "source" }, `${t("source")}: `, source));
+    ? el("a", { href: entry.source_url, rel: "noreferrer" }, el("code", { text: shown }))
+    : el("code", { text: shown });
+  parts.push(el("p", { class: "source" }, `${kind || t("source")}: `, source));
   if (entry.references && entry.references.length) {
     parts.push(el("h3", { text: t("references") }));
     parts.push(el("ul", { class: "refs" }, entry.references.map((url) => el("li", {}, el("a", { href: url, rel: "noreferrer" }, url)))));
