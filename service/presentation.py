@@ -105,6 +105,35 @@ NO_LINE_START = set("，。；：、！？）》」』】〕〉”’…—．�
 # ... and these never end one.
 NO_LINE_END = set("（《「『【〔〈“‘([{")
 _TOKENS = re.compile(r"[\u2e80-\uffef]|[^\s\u2e80-\uffef]+|\s+")
+# a short command in backticks stays on one line ("`nvidia-smi -q | grep -A8 Fabric`")
+_SPANNED = re.compile(r"`[^`\n]+`|[\u2e80-\uffef]|[^\s\u2e80-\uffef`]+|`|\s+")
+
+
+def _tokens(text: str, width: int) -> list[str]:
+    tokens = []
+    for token in _SPANNED.findall(text):
+        if token[0] == "`" and len(token) > 1 and (" " in token or "\u3000" in token) and display_width(token) > width:
+            tokens += _TOKENS.findall(token)  # too long to keep whole: break it like any text
+        else:
+            tokens.append(token)
+    return tokens
+
+
+def _no_widow(lines: list[str]) -> list[str]:
+    """A last line of one Chinese character (and its closing punctuation) takes the character
+    before it along ("…配置的精\n度" → "…配置的\n精度")."""
+    if len(lines) < 2:
+        return lines
+    last, before = lines[-1], lines[-2]
+    core = last.rstrip("".join(NO_LINE_START))
+    if len(core) != 1 or not _CJK_CHAR.match(core) or len(before) < 3 or not _CJK_CHAR.match(before[-1]):
+        return lines
+    if before[-2] in NO_LINE_END or before[-2].isspace():
+        return lines
+    return lines[:-2] + [before[:-1], before[-1] + last]
+
+
+_CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 
 
 def display_width(text: str) -> int:
@@ -120,7 +149,7 @@ def wrap_display(text: str, width: int) -> list[str]:
     lines: list[str] = []
     current: list[str] = []  # tokens of the line being filled, spaces included
     used = 0
-    for token in _TOKENS.findall(text):
+    for token in _tokens(text, width):
         if token.isspace():
             if current:
                 current.append(" ")
@@ -168,4 +197,4 @@ def wrap_display(text: str, width: int) -> list[str]:
         used += w
     if "".join(current).strip():
         lines.append("".join(current).rstrip())
-    return lines or [""]
+    return _no_widow(lines) or [""]

@@ -67,3 +67,19 @@ def test_the_meta_line_breaks_only_between_its_items():
         assert " · ".join(lines) == " · ".join(items)
         assert any(line.endswith("置信度 0.99") for line in lines)
         assert all(_width(line) <= width or line in items for line in lines)  # an item wider than the line stands alone
+
+
+def test_a_short_command_in_backticks_stays_whole_and_no_character_is_left_alone():
+    """Reviewers' renderer notes: "`nvidia-smi\\n-q | grep -A8 Fabric`" was split, and a verdict
+    ended with a line holding one character ("…不代表配置的精\\n度")."""
+    text = "检查 `nvidia-smi -q | grep -A8 Fabric` 以及 Fabric Manager / IMEX 服务是否正常运行"
+    for width in (34, 40, 50, 60):
+        lines = wrap_display(text, width)
+        assert any("`nvidia-smi -q | grep -A8 Fabric`" in line for line in lines), (width, lines)
+        assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+    assert not any("`nvidia-smi -q | grep -A8 Fabric`" in line for line in wrap_display(text, 30))  # wider than the line
+    text = "这只是 ZeRO 内部分片用的精度，不代表配置的精度"
+    for width in range(12, 48):
+        lines = wrap_display(text, width)
+        assert "".join(lines) .replace(" ", "") == text.replace(" ", "")
+        assert len(lines) == 1 or len(lines[-1].rstrip("。")) > 1, (width, lines)
