@@ -411,3 +411,35 @@ def test_joined_values_are_spaced_and_stopped_as_the_spine_does(tmp_path):
     engine = Engine(explainer, semantic=False, verify="off")
     annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
     assert [annotated.record(i) for i in range(len(lines))] == expected
+
+
+def test_lines_of_one_shape_name_the_format_their_digits_select(tmp_path):
+    """NCCL tries ``ncclNetPlugin_v6`` then ``_v5``: one shape, two printing formats told apart by
+    a digit. The curated entry is digit-closed, so the shape is answered as one, but each line's
+    source is the record its own digits match, as the spine names it."""
+    import json
+
+    kb = [demo_entry("demo.plugin_symbol", r"^NET/Plugin: Failed to find ncclNetPlugin_v\d+ symbol\.$",
+                     "NET/Plugin: Failed to find ncclNetPlugin_v6 symbol.",
+                     formats=["nccl.net.0000000a", "nccl.net.0000000b"])]
+    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(kb, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    (tmp_path / "catalog").mkdir()
+    records = [_record("nccl.net.0000000a", r"^NET/Plugin: Failed to find ncclNetPlugin_v6 symbol\.\s*$",
+                       "NET/Plugin: Failed to find ncclNetPlugin_v6 symbol."),
+               _record("nccl.net.0000000b", r"^NET/Plugin: Failed to find ncclNetPlugin_v5 symbol\.\s*$",
+                       "NET/Plugin: Failed to find ncclNetPlugin_v5 symbol.")]
+    for r in records:
+        r["groups"] = {}
+        r["title"] = {"en": "Plugin symbol", "zh": "插件符号"}
+        r["explanation"] = {"en": "No such symbol.", "zh": "没有这个符号。"}
+    records[1]["line"] = 2
+    (tmp_path / "catalog" / "nccl.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    explainer = Explainer(kb_dir=tmp_path, index_dir=tmp_path / "index", index_policy="refuse")
+    assert not explainer.kb.findings
+    lines = [PREFIX.format(n=n) + f"NET/Plugin: Failed to find ncclNetPlugin_v{v} symbol." for n in (1, 2) for v in (6, 5, 4)]
+    expected = explainer.explain_many(lines, semantic=False)
+    assert [r["pattern_id"] for r in expected] == ["demo.plugin_symbol"] * 6
+    assert [r["source"]["record"] for r in expected][:3] == ["nccl.net.0000000a", "nccl.net.0000000b", "nccl.net.0000000a"]
+    engine = Engine(explainer, semantic=False, verify="off")
+    annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
+    assert [annotated.record(i) for i in range(len(lines))] == expected

@@ -149,6 +149,9 @@ class Engine:
             shape.runs_at = (runs[0][0], runs[-1][1])
             shape.runs_ok = {text[runs[0][0]:runs[-1][1]]: True}
             shape.pointer_hits = self.proofs.pointer_hits(normalized.message)
+        if hits and not self.proofs.source_stable(self.explainer.entries[hits[0]], normalized.message):
+            shape.runs_ok = None  # BY_MESSAGE: lines of this shape may name different print sites
+            return shape
         if hits:
             has_groups, used = self._entry_facts(hits[0])
             if not has_groups:

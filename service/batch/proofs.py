@@ -114,6 +114,7 @@ class ShapeProofs:
         if patterns:
             self._pointer_set.Compile()
         self._blind_set: Any = None  # their pointer_blind prefilters, built on first need
+        self._format_checks: dict[str, Any] = {}  # linked record id -> source_stable's regexes
 
 
     def relevant(self, message: str, curated_only: bool = False) -> frozenset:
@@ -146,6 +147,47 @@ class ShapeProofs:
             if interior is not False and interior.search(message) is not None:
                 certain.append(i)
         return frozenset(certain)
+
+    def source_stable(self, entry: Any, message: str) -> bool:
+        """Whether every line of this message's shape names the same printing format as this
+        one (``Explainer.source``: the first of the entry's linked records whose pattern
+        matches, else the first linked). A digit-closed record matches all lines of a shape or
+        none; a digit-specific one (``_v5`` against ``_v6``) is settled for the shape only if its
+        digit-closed subset matches this message or its digit closure does not."""
+        formats = entry.formats
+        if len(formats) <= 1:
+            return True
+        for fid in formats:
+            checks = self._format_checks.get(fid)
+            if checks is None:
+                checks = self._format_checks[fid] = self._format_check(fid)
+            if checks is False:
+                return False  # a linked record this analysis cannot read
+            if checks == ():
+                continue  # not in the KB: source() skips it too
+            pattern, closure, interior = checks
+            if pattern.search(message) is not None:
+                return closure is pattern or (interior is not None and interior.search(message) is not None)
+            if closure is not pattern and (closure is None or closure.search(message) is not None):
+                return False  # another line of the shape may match it
+        return True
+
+    def _format_check(self, fid: str) -> Any:
+        """(pattern, its digit closure or the pattern itself when closed, its digit-closed
+        subset) of a linked record, compiled; () if there is no such record; False if unreadable."""
+        record = self.explainer.kb.record_for(fid, [])
+        if record is None:
+            return ()
+        try:
+            pattern = re2.compile(record.pattern)
+            closed = _zero_x_closure(record.pattern)
+            if closed == record.pattern:
+                return pattern, pattern, None
+            interior = digit_closure(record.pattern, zero_x=True, interior=True)
+            return (pattern, re2.compile(closed) if closed is not None else None,
+                    re2.compile(interior) if interior is not None else None)
+        except re2.error:
+            return False
 
     def outcomes(self, relevant: frozenset, message: str, context: dict) -> frozenset:
         """Which of the ``relevant`` digit-specific entries match a line: one pass of a small set
