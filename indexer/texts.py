@@ -84,6 +84,17 @@ def field_values(
     return values
 
 
+def given(name: str, values: dict) -> bool:
+    """Whether an ``[[optional]]`` segment may show placeholder ``name``: its value is there
+    and not empty (a group that matched nothing would print "Text on this line: ."); for
+    ``x_decoded``, ``x`` must not be empty either. ``values`` maps names to (en, zh) pairs or,
+    in the batch engine, to raw strings."""
+    if name not in values:
+        return False
+    base = values.get(name.removesuffix(DECODED_SUFFIX), values[name])
+    return (base[0] if isinstance(base, tuple) else base) != ""
+
+
 def fill(text: str, values: dict[str, tuple[str, str]], lang: int) -> str:
     """Substitute placeholders; ``lang`` is 0 for en, 1 for zh. A value the line did not supply
     (an optional group, or a semantic-tier answer with no regex match) shows as ``<name>``.
@@ -96,7 +107,7 @@ def fill(text: str, values: dict[str, tuple[str, str]], lang: int) -> str:
         kept = [pieces[0]]
         for j in range(1, len(pieces), 2):
             inner = pieces[j]
-            if all(name in values for name in _split(PLACEHOLDER, inner)[1::2]):
+            if all(given(name, values) for name in _split(PLACEHOLDER, inner)[1::2]):
                 kept.append(inner)
             kept.append(pieces[j + 1])
         text = "".join(kept)

