@@ -34,6 +34,15 @@ def tight_after(value: str, following: str) -> bool:
     return unicodedata.category(value[-1]).startswith("P") or (len(following) > 1 and _wide(following[1]))
 
 
+def tight_before(preceding: str, value: str) -> bool:
+    """Whether the space that ends ``preceding`` goes, before a zh value: "一次 {what}" is
+    written for English values, but a value that starts in Chinese or with full-width
+    punctuation takes no space after Chinese text ("一次聚合到…", not "一次 聚合到…")."""
+    if not value or not preceding.endswith(" ") or len(preceding) < 2 or not _wide(value[0]):
+        return False
+    return _wide(preceding[-2])
+
+
 def ends_twice(value: str, following: str, lang: int) -> bool:
     """Whether a value's closing "." doubles the sentence end that follows it: a captured
     message "... to activate." before "。" (zh) or "." (en) would print ".。" or ".."."""
@@ -123,6 +132,8 @@ def fill(text: str, values: dict[str, tuple[str, str]], lang: int) -> str:
                 out[j] = out[j][:-1]
             if lang and tight_after(out[j], out[j + 1]):
                 out[j + 1] = out[j + 1][1:]
+            if lang and tight_before(out[j - 1], out[j]):
+                out[j - 1] = out[j - 1][:-1]
     return "".join(out)
 
 

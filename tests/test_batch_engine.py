@@ -407,7 +407,7 @@ def test_joined_values_are_spaced_and_stopped_as_the_spine_does(tmp_path):
     lines = [PREFIX.format(n=n) + f"driver said {m}" for n in (1, 2) for m in messages]
     expected = explainer.explain_many(lines, semantic=False)
     assert expected[0]["title"]["zh"] == "驱动：reset gpu to activate。"
-    assert "原文 已初始化之后" in expected[2]["explanation"]["zh"]
+    assert "原文已初始化之后" in expected[2]["explanation"]["zh"]  # no space on either side
     engine = Engine(explainer, semantic=False, verify="off")
     annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
     assert [annotated.record(i) for i in range(len(lines))] == expected

@@ -75,9 +75,13 @@ def test_no_space_after_a_zh_value_that_ends_in_chinese():
     assert fill(text, {"state": ("INIT", "INIT")}, 1) == "从 INIT 切到 RTR"
     assert fill(text, {"state": ("INIT (x)", "INIT（已初始化）")}, 1) == "从 INIT（已初始化）切到 RTR"
     assert fill(text, {"state": ("INIT (x)", "INIT（已初始化）")}, 0) == "从 INIT (x) 切到 RTR"
-    assert fill("值为 {v} GiB", {"v": ("8", "八")}, 1) == "值为 八 GiB"  # Latin after: space kept
+    assert fill("值为 {v} GiB", {"v": ("8", "八")}, 1) == "值为八 GiB"  # Latin after: that space kept
     assert fill("{v} 之后", {"v": ("x", "已初始化")}, 1) == "已初始化之后"
     assert not tight_after("INIT", " 切到") and tight_after("（中）", " x")
+    # ... and no space before a value that starts in Chinese, after Chinese text
+    assert fill("一次 {what}", {"what": ("reduce", "聚合到 rank 0")}, 1) == "一次聚合到 rank 0"
+    assert fill("一次 {what}", {"what": ("reduce", "reduce")}, 1) == "一次 reduce"
+    assert fill("rank {r}", {"r": ("三", "三")}, 1) == "rank 三"  # Latin before: space kept
 
 
 def test_a_value_ending_in_a_period_does_not_double_the_sentence_end():

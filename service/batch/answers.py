@@ -17,7 +17,7 @@ import orjson
 
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.catalog.records import pattern_tier
-from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, ends_twice, summary_text, tight_after
+from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, ends_twice, summary_text, tight_after, tight_before
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
 from service.explainer import CONTRACT_KEYS  # one contract for every front-end
@@ -183,6 +183,9 @@ class HeadTemplate:
             out[j] = piece
             if lang and after[:1] == b" " and tight_after(value, after[:5].decode("utf-8", "ignore")):
                 out[j + 1] = after[1:]  # as indexer.texts.fill does
+            before = out[j - 1]
+            if lang and before[-1:] == b" " and tight_before(before[-5:].decode("utf-8", "ignore"), value):
+                out[j - 1] = before[:-1]
         return b"".join(out)
 
 
