@@ -18,7 +18,7 @@ from indexer.kb_loader import Finding, KnowledgeBase, LoadedEntry, load_kb
 from indexer.normalize import normalize_line
 from indexer.patterns import PatternSet, compile_pattern
 from indexer.schema import Severity
-from indexer.texts import OPTIONAL, available_placeholders, placeholders
+from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, available_placeholders, placeholders
 
 
 @dataclass
@@ -529,6 +529,99 @@ def check_unrelated(ctx: CheckContext) -> Iterator[Finding]:
                           "run explainlog catalog unrelated")
 
 
+def _shown_fields(text: str) -> set[str]:
+    """The fields a text shows: ``{x}``, ``{x_decoded}`` and a computed ``{x_zh}`` all show x."""
+    out = set()
+    for name in placeholders(text):
+        for suffix in (DECODED_SUFFIX, "_zh", "_en"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+        out.add(name)
+    return out
+
+
+# English prose as a field holds it: a phrase of words ("this local rank", "collective timeout
+# or exception"), or a unit word after a number ("1000 iterations"). A single word alone is not
+# flagged: names engineers keep in English (nccl, recv, python, localhost) look the same.
+_ENGLISH_PHRASE = re.compile(r"[a-z]+(?: [a-z]+)+")
+_ENGLISH_WORD = re.compile(r"[a-z]{3,}")
+_HAN_NEAR = re.compile(r"[\u4e00-\u9fff][ ]?$")
+_HAN_AFTER = re.compile(r"^[ ]?[\u4e00-\u9fff]")
+_NUMBER_BEFORE = re.compile(r"\{(\w+)\} ?$")
+
+
+def check_zh_values(ctx: CheckContext) -> Iterator[Finding]:
+    """How field values land in the Chinese texts, the classes the native-speaker reviews
+    found poor (docs/review/zh_2026-12-07*.md):
+    - a text's zh shows the same fields as its en (a value left out of one language is a
+      different sentence; ``{x}`` and ``{x_decoded}`` count as the same field);
+    - a field's ``default:`` replaces every value outside ``values:``; a text that shows
+      ``{x_decoded}`` without ``{x}`` then never shows the value, only the default's words;
+    - a raw English word from a field with no ``values:``/decoder filled between Chinese words
+      on an example ("每 1000 iterations 保存")."""
+    from indexer.texts import field_values
+
+    for index, loaded in enumerate(ctx.compiled):
+        if _is_record(loaded):
+            continue
+        entry = loaded.entry
+        texts = [("title", entry.title), ("summary", entry.summary), ("explanation", entry.explanation),
+                 ("action", entry.action)] + [(f"verdicts[{n}]", v) for n, v in enumerate(entry.verdicts)]
+        texts = [(key, t) for key, t in texts if t is not None]
+        for key, text in texts:
+            en, zh = _shown_fields(text.en), _shown_fields(text.zh)
+            if en != zh:
+                side, missing = ("zh", sorted(en - zh)) if en - zh else ("en", sorted(zh - en))
+                other = "en" if side == "zh" else "zh"
+                path = (key.split("[")[0], int(key[key.index("[") + 1:-1])) if "[" in key else (key,)
+                yield _finding(loaded, "zh-value", f"{key}.{side} leaves out {{{missing[0]}}}, which {key}.{other} shows",
+                               *path, side)
+        for name, spec in entry.fields.items():
+            if spec.default is None:
+                continue
+            decoded = name + DECODED_SUFFIX
+            for key, text in texts:
+                hides = [lang for lang in ("en", "zh")
+                         if decoded in placeholders(getattr(text, lang)) and name not in placeholders(getattr(text, lang))]
+                if hides:
+                    yield _finding(loaded, "zh-value",
+                                   f"fields.{name}.default stands in for every value outside `values:`, and {key}.{hides[0]} "
+                                   f"shows {{{decoded}}} without {{{name}}}: the reader never sees such a value; "
+                                   f"drop the default (the raw value shows) or show {{{name}}} too",
+                                   "fields", name, "default")
+                    break
+        bare = {name for name, spec in entry.fields.items() if not spec.values and not spec.decode}
+        bare |= set(ctx.patterns.group_names(index)) - set(entry.fields)
+        if not bare:
+            continue
+        reported = False
+        for n, example in enumerate(entry.examples):
+            if reported:
+                break
+            fields = _example_fields(ctx, index, example.line)
+            if not fields:
+                continue
+            for key, text in texts:
+                if reported or key.startswith("verdicts"):
+                    continue
+                zh = OPTIONAL.sub(lambda m: m.group(1), text.zh)
+                for m in PLACEHOLDER.finditer(zh):
+                    value = fields.get(m.group(1)) or ""
+                    if m.group(1) not in bare or not _HAN_AFTER.search(zh[m.end():]):
+                        continue
+                    before = _NUMBER_BEFORE.search(zh[: m.start()])
+                    unit = (before is not None and (fields.get(before.group(1)) or "").isdigit()
+                            and _ENGLISH_WORD.fullmatch(value))
+                    if unit or (_ENGLISH_PHRASE.fullmatch(value) and _HAN_NEAR.search(zh[: m.start()])):
+                        yield _finding(loaded, "zh-value",
+                                       f"{key}.zh puts {m.group(1)}={value!r} (example {n}) into a Chinese sentence as English; "
+                                       f"give fields.{m.group(1)} `values:` with Chinese text and use {{{m.group(1)}_decoded}}",
+                                       key, "zh")
+                        reported = True
+                        break
+
+
 def check_asked(ctx: CheckContext) -> Iterator[Finding]:
     """``asked:`` phrases (of entries and of variables) name their document in a question
     (``explainlog ask``): a phrase must name one document only, and not be a concept's name or
@@ -622,6 +715,7 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_verdicts,
     check_rendered,
     check_zh_style,
+    check_zh_values,
     check_asked,
     check_heldout,
     check_unrelated,

@@ -98,6 +98,24 @@ BROKEN = {
         mutated(verified=[{"repo": "NVIDIA/nccl", "ref": "v2.21.5-1", "file": "src/graph/topo.cc", "line": 3}]),
         "schema", "what",
     ),
+    "zh-value: zh leaves a field out": (
+        mutated(explanation={"en": "GPU {gpu}: {mask_decoded}", "zh": "亲和性：{mask_decoded}"}), "zh-value",
+        "explanation.zh leaves out {gpu}",
+    ),
+    "zh-value: a default hides the value": (
+        mutated(fields={"gpu": VALID["fields"]["gpu"],
+                        "mask": {"en": "CPU mask", "zh": "CPU 掩码", "values": {"ff": {"en": "CPUs 0-7", "zh": "第 0-7 号 CPU"}},
+                                 "default": {"en": "a CPU mask", "zh": "一个 CPU 掩码"}}}),
+        "zh-value", "fields.mask.default",
+    ),
+    "zh-value: an English phrase in a Chinese sentence": (
+        mutated(pattern=r"^Setting affinity for GPU (?P<gpu>\d+) to (?P<mask>[a-z ]+)$",
+                fields={"gpu": VALID["fields"]["gpu"], "mask": {"en": "CPU mask", "zh": "CPU 掩码"}},
+                explanation={"en": "GPU {gpu}: {mask}", "zh": "GPU {gpu} 绑定到 {mask} 上"},
+                examples=["h:1:2 [2] NCCL INFO Setting affinity for GPU 2 to all cores"],
+                negatives=["h:1:2 [2] NCCL WARN Set CPU affinity : unable to find GPU/CPU for rank 3"]),
+        "zh-value", "mask='all cores'",
+    ),
     "negative: matches": (
         mutated(negatives=["h:1:2 [5] NCCL INFO Setting affinity for GPU 5 to ff"]), "negative", "matches the pattern"
     ),
