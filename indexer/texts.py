@@ -43,6 +43,27 @@ def tight_before(preceding: str, value: str) -> bool:
     return _wide(preceding[-2])
 
 
+def _han(char: str) -> bool:
+    return "\u4e00" <= char <= "\u9fff"
+
+
+def _latin(char: str) -> bool:
+    return char.isascii() and char.isalnum()
+
+
+def spaced_after(value: str, following: str) -> bool:
+    """Whether a space goes after a zh value: a decoded value may be Chinese or English, so a
+    template writes "用于{what_decoded}的" without spaces; an English value ("CollNet") then
+    takes the house style's space before Chinese text ("用于 CollNet 的")."""
+    return bool(value) and bool(following) and _latin(value[-1]) and _han(following[0])
+
+
+def spaced_before(preceding: str, value: str) -> bool:
+    """Whether a space goes before a zh value that starts with a Latin letter or digit and
+    follows Chinese text directly (the twin of ``spaced_after``)."""
+    return bool(value) and bool(preceding) and _latin(value[0]) and _han(preceding[-1])
+
+
 def ends_twice(value: str, following: str, lang: int) -> bool:
     """Whether a value's closing "." doubles the sentence end that follows it: a captured
     message "... to activate." before "。" (zh) or "." (en) would print ".。" or ".."."""
@@ -134,6 +155,10 @@ def fill(text: str, values: dict[str, tuple[str, str]], lang: int) -> str:
                 out[j + 1] = out[j + 1][1:]
             if lang and tight_before(out[j - 1], out[j]):
                 out[j - 1] = out[j - 1][:-1]
+            if lang and spaced_after(out[j], out[j + 1]):
+                out[j + 1] = " " + out[j + 1]
+            if lang and spaced_before(out[j - 1], out[j]):
+                out[j - 1] = out[j - 1] + " "
     return "".join(out)
 
 

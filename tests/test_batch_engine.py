@@ -399,7 +399,7 @@ def test_joined_values_are_spaced_and_stopped_as_the_spine_does(tmp_path):
     kb = [demo_entry("demo.said", r"^driver said (?P<msg>.+)$", "driver said reset gpu to activate.",
                      title={"en": "Driver: {msg}.", "zh": "驱动：{msg}。"},
                      fields={"msg": {"en": "message", "zh": "原文", "values": {"ok": {"en": "fine (ok)", "zh": "正常（ok）"}}}},
-                     explanation={"en": "It said {msg}. Then {msg_decoded} here.", "zh": "原文 {msg} 之后；值 {msg_decoded} 切到 RTR。"})]
+                     explanation={"en": "It said {msg}. Then {msg_decoded} here.", "zh": "原文 {msg} 之后；值 {msg_decoded} 切到 RTR；用于{msg_decoded}的。"})]
     (tmp_path / "demo.yaml").write_text(yaml.safe_dump(kb, allow_unicode=True, sort_keys=False), encoding="utf-8")
     explainer = Explainer(kb_dir=tmp_path, index_dir=tmp_path / "index", index_policy="refuse")
     assert not explainer.kb.findings
@@ -408,6 +408,8 @@ def test_joined_values_are_spaced_and_stopped_as_the_spine_does(tmp_path):
     expected = explainer.explain_many(lines, semantic=False)
     assert expected[0]["title"]["zh"] == "驱动：reset gpu to activate。"
     assert "原文已初始化之后" in expected[2]["explanation"]["zh"]  # no space on either side
+    assert "用于 a.b 的" in expected[7]["explanation"]["zh"]  # an English value between Chinese words is spaced
+    assert "用于正常（ok）的" in expected[1]["explanation"]["zh"]
     engine = Engine(explainer, semantic=False, verify="off")
     annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
     assert [annotated.record(i) for i in range(len(lines))] == expected

@@ -82,6 +82,11 @@ def test_no_space_after_a_zh_value_that_ends_in_chinese():
     assert fill("一次 {what}", {"what": ("reduce", "聚合到 rank 0")}, 1) == "一次聚合到 rank 0"
     assert fill("一次 {what}", {"what": ("reduce", "reduce")}, 1) == "一次 reduce"
     assert fill("rank {r}", {"r": ("三", "三")}, 1) == "rank 三"  # Latin before: space kept
+    # ... and an English value written into Chinese without spaces ("用于{what_decoded}的") gets them
+    assert fill("用于{what}的连接", {"what": ("CollNet", "CollNet")}, 1) == "用于 CollNet 的连接"
+    assert fill("用于{what}的连接", {"what": ("x", "网络内归约")}, 1) == "用于网络内归约的连接"
+    assert fill("用于{what}的连接", {"what": ("CollNet", "CollNet")}, 0) == "用于CollNet的连接"  # en: left alone
+    assert fill("共 {n}个", {"n": ("3", "3")}, 1) == "共 3 个"
 
 
 def test_a_value_ending_in_a_period_does_not_double_the_sentence_end():

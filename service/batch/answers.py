@@ -17,7 +17,8 @@ import orjson
 
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.catalog.records import pattern_tier
-from indexer.texts import DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, ends_twice, summary_text, tight_after, tight_before
+from indexer.texts import (DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, ends_twice, spaced_after, spaced_before, summary_text,
+                           tight_after, tight_before)
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
 from service.explainer import CONTRACT_KEYS  # one contract for every front-end
@@ -186,6 +187,10 @@ class HeadTemplate:
             before = out[j - 1]
             if lang and before[-1:] == b" " and tight_before(before[-5:].decode("utf-8", "ignore"), value):
                 out[j - 1] = before[:-1]
+            if lang and spaced_after(value, out[j + 1][:3].decode("utf-8", "ignore")):
+                out[j + 1] = b" " + out[j + 1]
+            if lang and spaced_before(out[j - 1][-3:].decode("utf-8", "ignore"), value):
+                out[j - 1] = out[j - 1] + b" "
         return b"".join(out)
 
 
