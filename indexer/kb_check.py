@@ -549,6 +549,8 @@ _ENGLISH_WORD = re.compile(r"[a-z]{3,}")
 _HAN_NEAR = re.compile(r"[\u4e00-\u9fff][ ]?$")
 _HAN_AFTER = re.compile(r"^[ ]?[\u4e00-\u9fff]")
 _NUMBER_BEFORE = re.compile(r"\{(\w+)\} ?$")
+# "{size} > 1 时…": a condition with the placeholder in it prints "1 > 1 时" on a size-1 line
+_VALUE_IN_CONDITION = re.compile(r"\{\w+\} ?(?:[<>]=?|==|!=|≥|≤) ?\d")
 
 
 def check_zh_values(ctx: CheckContext) -> Iterator[Finding]:
@@ -577,6 +579,15 @@ def check_zh_values(ctx: CheckContext) -> Iterator[Finding]:
                 path = (key.split("[")[0], int(key[key.index("[") + 1:-1])) if "[" in key else (key,)
                 yield _finding(loaded, "zh-value", f"{key}.{side} leaves out {{{missing[0]}}}, which {key}.{other} shows",
                                *path, side)
+        for key, text in texts:
+            for lang in ("en", "zh"):
+                m = _VALUE_IN_CONDITION.search(getattr(text, lang))
+                if m:
+                    yield _finding(loaded, "zh-value",
+                                   f"{key}.{lang} writes a condition with the value in it ({m.group(0)!r}): on a line "
+                                   f"where it does not hold it reads as a false statement ('1 > 1 时…'); say it in words",
+                                   key.split("[")[0], lang)
+                    break
         for name, spec in entry.fields.items():
             if spec.default is None:
                 continue

@@ -116,6 +116,10 @@ BROKEN = {
                 negatives=["h:1:2 [2] NCCL WARN Set CPU affinity : unable to find GPU/CPU for rank 3"]),
         "zh-value", "mask='all cores'",
     ),
+    "zh-value: a condition with the value in it": (
+        mutated(explanation={"en": "GPU {gpu}: {mask_decoded}", "zh": "{gpu} > 1 时，亲和性：{mask_decoded}"}), "zh-value",
+        "condition with the value in it",
+    ),
     "negative: matches": (
         mutated(negatives=["h:1:2 [5] NCCL INFO Setting affinity for GPU 5 to ff"]), "negative", "matches the pattern"
     ),
