@@ -67,6 +67,11 @@ def byte_count(value: str) -> Decoded:
 
 
 def _human_seconds(seconds: float) -> tuple[str, str]:
+    if seconds < 1e-6:
+        return ("<0.001 ms", "不到 0.001 毫秒")
+    if seconds < 0.01:  # 9.5367431640625e-05 s: 0.095 ms, not "0 ms" nor an exponent
+        ms = f"{seconds * 1000:.2g}"
+        return (f"{ms} ms", f"{ms} 毫秒")
     if seconds < 1:
         return (f"{seconds * 1000:.0f} ms", f"{seconds * 1000:.0f} 毫秒")
     if seconds < 120:

@@ -99,3 +99,9 @@ def test_a_value_ending_in_a_period_does_not_double_the_sentence_end():
     assert fill("Driver says: {detail}. Then", values, 0) == "Driver says: reset gpu to activate. Then"
     assert fill("{detail}...", {"detail": ("wait..", "wait..")}, 0) == "wait.....", "an ellipsis is left alone"
     assert duration_ms("180000000000") == ("50000 h", "50000 小时")  # not 5e+04
+    from indexer.decoders import duration_s
+
+    assert duration_s("9.5367431640625e-05") == ("0.095 ms", "0.095 毫秒")  # not 0 ms, not an exponent
+    assert duration_s("0.0007624626159667969") == ("0.76 ms", "0.76 毫秒")
+    assert duration_s("12.84") == ("12.84 s", "12.84 秒")
+    assert duration_s("1e-09") == ("<0.001 ms", "不到 0.001 毫秒")
