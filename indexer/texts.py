@@ -64,6 +64,17 @@ def spaced_before(preceding: str, value: str) -> bool:
     return bool(value) and bool(preceding) and _latin(value[0]) and _han(preceding[-1])
 
 
+_FULL_WIDTH_OPENERS = "，。；：、（“！？"
+
+
+def trimmed_after(preceding: str, value: str) -> str:
+    """A zh value whose capture starts with spaces ("其余网卡：{others}" with others = " [1]ib0")
+    loses them after full-width punctuation, which takes no space after it."""
+    if value[:1].isspace() and preceding[-1:] in _FULL_WIDTH_OPENERS and preceding:
+        return value.lstrip()
+    return value
+
+
 def ends_twice(value: str, following: str, lang: int) -> bool:
     """Whether a value's closing "." doubles the sentence end that follows it: a captured
     message "... to activate." before "。" (zh) or "." (en) would print ".。" or ".."."""
@@ -149,6 +160,8 @@ def fill(text: str, values: dict[str, tuple[str, str]], lang: int) -> str:
         hit = values.get(parts[j])
         out[j] = hit[lang] if hit is not None else f"<{parts[j]}>"
         if hit is not None:
+            if lang:
+                out[j] = trimmed_after(out[j - 1], out[j])
             if ends_twice(out[j], out[j + 1], lang):
                 out[j] = out[j][:-1]
             if lang and tight_after(out[j], out[j + 1]):

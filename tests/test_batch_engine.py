@@ -403,13 +403,14 @@ def test_joined_values_are_spaced_and_stopped_as_the_spine_does(tmp_path):
     (tmp_path / "demo.yaml").write_text(yaml.safe_dump(kb, allow_unicode=True, sort_keys=False), encoding="utf-8")
     explainer = Explainer(kb_dir=tmp_path, index_dir=tmp_path / "index", index_policy="refuse")
     assert not explainer.kb.findings
-    messages = ["reset gpu to activate.", "ok", "已初始化", "INIT（已初始化）", "wait..", "x. y", "完成。", "a.b"]
+    messages = ["reset gpu to activate.", "ok", "已初始化", "INIT（已初始化）", "wait..", "x. y", "完成。", "a.b", "  lead"]
     lines = [PREFIX.format(n=n) + f"driver said {m}" for n in (1, 2) for m in messages]
     expected = explainer.explain_many(lines, semantic=False)
     assert expected[0]["title"]["zh"] == "驱动：reset gpu to activate。"
     assert "原文已初始化之后" in expected[2]["explanation"]["zh"]  # no space on either side
     assert "用于 a.b 的" in expected[7]["explanation"]["zh"]  # an English value between Chinese words is spaced
     assert "用于正常（ok）的" in expected[1]["explanation"]["zh"]
+    assert expected[8]["title"]["zh"] == "驱动：lead。"  # a captured leading space goes after "："
     engine = Engine(explainer, semantic=False, verify="off")
     annotated = engine.annotate(Chunk(0, 1, "\n".join(lines).encode(), len(lines)))
     assert [annotated.record(i) for i in range(len(lines))] == expected

@@ -87,6 +87,8 @@ def test_no_space_after_a_zh_value_that_ends_in_chinese():
     assert fill("用于{what}的连接", {"what": ("x", "网络内归约")}, 1) == "用于网络内归约的连接"
     assert fill("用于{what}的连接", {"what": ("CollNet", "CollNet")}, 0) == "用于CollNet的连接"  # en: left alone
     assert fill("共 {n}个", {"n": ("3", "3")}, 1) == "共 3 个"
+    assert fill("其余网卡：{o}。", {"o": (" [1]ib0", " [1]ib0")}, 1) == "其余网卡：[1]ib0。"
+    assert fill("others: {o}.", {"o": (" [1]ib0", " [1]ib0")}, 0) == "others:  [1]ib0."  # en: left alone
 
 
 def test_a_value_ending_in_a_period_does_not_double_the_sentence_end():

@@ -18,7 +18,7 @@ import orjson
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.catalog.records import pattern_tier
 from indexer.texts import (DECODED_SUFFIX, OPTIONAL, PLACEHOLDER, ends_twice, spaced_after, spaced_before, summary_text,
-                           tight_after, tight_before)
+                           tight_after, tight_before, trimmed_after)
 from service.batch.reader import Chunk
 from service.batch.summary import Summary
 from service.explainer import CONTRACT_KEYS  # one contract for every front-end
@@ -173,6 +173,8 @@ class HeadTemplate:
             value = fields[name]
             if spec is not None:
                 value = (decode(spec, value) or (value, value))[lang]
+            if lang and value[:1].isspace():
+                value = trimmed_after(out[j - 1][-3:].decode("utf-8", "ignore"), value)
             after = out[j + 1]
             if value[-1:] == "." and (after[:1] == b"." or after[:3] == _FULL_STOP) and ends_twice(value, after[:3].decode("utf-8", "ignore"), lang):
                 value = value[:-1]  # as indexer.texts.fill does
