@@ -359,6 +359,49 @@ def check_other_releases(ctx: CheckContext) -> Iterator[Finding]:
                            "formats")
 
 
+def check_unlinked_sites(ctx: CheckContext) -> Iterator[Finding]:
+    """A curated entry answers every line its pattern takes, so a catalogue record whose
+    example the entry would answer is a print site the entry speaks for: link it (once its
+    text has been read to hold there, which moves ``versions:``), or narrow the pattern and
+    keep the record's line as a negative. A record that another entry links is that entry's to
+    answer: the entry that links it must win its example. (The fifth acceptance sample found
+    patterns taking NCCL 2.28's Data Direct probe and Slurm 15.08.0's line without 'ON' while
+    their text described another print site.)"""
+    curated = {i for i, l in enumerate(ctx.compiled) if not _is_record(l)}
+    linkers: dict[str, set[str]] = defaultdict(set)
+    for i in curated:
+        for fid in ctx.compiled[i].entry.formats:
+            linkers[fid].add(ctx.compiled[i].entry.id)
+    unlinked: dict[int, list] = defaultdict(list)
+    for loaded in ctx.compiled:
+        if not _is_record(loaded):
+            continue
+        rec = loaded.entry
+        line = rec.examples[0].line if rec.examples else None
+        if not line:
+            continue
+        hits = [h for h in ctx.patterns.matching(*_message_and_context(line)) if h in curated]
+        if not hits:
+            continue
+        winner = ctx.compiled[hits[0]]
+        if rec.id in winner.entry.formats:
+            continue
+        owners = linkers.get(rec.id)
+        if owners:
+            yield _finding(winner, "unlinked-site",
+                           f"takes the example of record {rec.id}, which {', '.join(sorted(owners))} links and so "
+                           f"should answer: {line[:100]!r}", "pattern")
+        else:
+            unlinked[hits[0]].append(rec)
+    for index, recs in unlinked.items():
+        loaded = ctx.compiled[index]
+        shown = ", ".join(f"{r.id} ({r.versions or '?'})" for r in recs[:6]) + (f" and {len(recs) - 6} more" if len(recs) > 6 else "")
+        yield _finding(loaded, "unlinked-site",
+                       f"answers the example of {len(recs)} catalogue record(s) it does not link: {shown}; "
+                       f"link each whose print site the text holds for (read it there), else narrow the pattern "
+                       f"and add the line as a negative", "pattern")
+
+
 # Authoring notes that must not reach a reader (an answer is shown to users as it renders).
 AUTHORING_NOTE = re.compile(r"\b(?:empty if none|empty when|TODO|FIXME|TBD)\b|\?\?\?", re.I)
 SUMMARY_CHARS = 140

@@ -50,6 +50,9 @@ _ASCII_PARENS = re.compile(rf"(?<![A-Za-z0-9_)])\(([^()<>=&×*/+\-]*[{HAN}][^()<
 _NOTATION = re.compile(r"[<>=\[\]:]|->")
 _BACKTICKED = re.compile(r"`[^`]*`")
 _ENUM_IN_GRAMMAR = re.compile(r"(?:已|被)\s*\{(\w+)\}")
+# “” holds a Chinese phrase; log text, a value or an identifier inside it ("“RST: Yes” 表示")
+# reads as a Chinese quotation and keeps a stray space before the next Chinese word
+_LOG_IN_CJK_QUOTES = re.compile(rf"“[^“”{HAN}]*”")
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,8 @@ def lint(text: str) -> list[Problem]:
         if re.search(f"[{HAN}]", piece) and not _NOTATION.search(piece):
             add("quotes", re.search(re.escape(f'"{piece}"'), text), "put Chinese phrases in “”, not ASCII quotes")
             break
+    add("log-quotes", _LOG_IN_CJK_QUOTES.search(text),
+        "log text, values and identifiers go in ASCII quotes ('…') or backticks, not “”")
     for m in _ENUM_IN_GRAMMAR.finditer(text):
         if not m.group(1).endswith("_decoded"):
             add("raw-value", m, "a raw English value in a Chinese verb slot; use {name_decoded}, a colon or parentheses")
