@@ -479,7 +479,16 @@ class Explainer:
         if rec is None:
             rec = self.kb.record_for(entry.id, entry.formats)
         if rec is not None:
-            return source_of(rec)
+            out = source_of(rec)
+            span = (entry.versions or "").split(" (", 1)[0].strip()
+            if entry.formats and entry.id != rec.id and span:
+                # A curated entry speaks for its message in every release it links, not only
+                # those of the print site that took this line: a reader on torch 2.x shown
+                # "v1.13.1" takes the text for another version's. Its span already holds the
+                # other projects printing the format (RCCL's copy), so 'also' would repeat it.
+                out["versions"] = span
+                out.pop("also", None)
+            return out
         repo, _, file = entry.source.partition(" ")
         return {"repo": repo, "file": file, "line": None, "function": None, "versions": entry.versions, "record": None}
 

@@ -24,6 +24,7 @@ def test_a_curated_answer_names_the_format_that_prints_its_line(explainer):
     """An entry linking several formats (the old and the new wording) shows, as where the line
     is printed, the format that prints this line, not the first one it links."""
     from indexer.normalize import normalize_line
+    from indexer.catalog.records import version_span
     from indexer.patterns import compile_pattern
 
     line = "Launching training on 8 CUDAs."
@@ -34,6 +35,24 @@ def test_a_curated_answer_names_the_format_that_prints_its_line(explainer):
     assert not compile_pattern(first.pattern).search(normalize_line(line).message)
     shown = explainer.kb.record_for(answer["source"]["record"], [])
     assert compile_pattern(shown.pattern).search(normalize_line(line).message)
+    # the releases shown are the entry's, not only the print site's: a reader on another
+    # version would otherwise take the text for not theirs (a zh review's note)
+    assert answer["source"]["versions"] == entry.versions.split(" (", 1)[0].strip()
+    assert answer["source"]["versions"] != version_span(shown.versions, shown.repo)
+
+
+def test_a_catalogue_answer_shows_its_own_print_site_s_releases(explainer):
+    from indexer.catalog.records import version_span
+
+    for rec in explainer.kb.records.values():
+        if rec.has_text and rec.matchable and not rec.example.constructed:
+            answer = explainer.explain(rec.example.line)
+            if answer.get("pattern_id") == rec.id:
+                break
+    else:
+        raise AssertionError("no catalogue record answers its own example")
+    assert answer["source"]["record"] == rec.id
+    assert answer["source"]["versions"] == version_span(rec.versions, rec.repo)
 
 
 def test_every_front_end_uses_the_same_terms():
