@@ -58,14 +58,11 @@ def lang_of(text: str) -> str:
     return "zh" if re.search(r"[\u4e00-\u9fff]", text or "") else "en"
 
 
-def source_line(source: dict | None, lang: str = "en") -> str | None:
-    """One line naming where a message is printed and in which releases; None if unknown.
-
-    "printed by NVIDIA/nccl src/transport/net_ib.cc:611, in ncclIbInit, v2.19.3-1–v2.27.7-1
-    (also RCCL rocm-5.0.0–rocm-6.2.2)"; the page builds the same sentence from the same JSON.
-    """
+def source_parts(source: dict | None, lang: str = "en") -> list[str]:
+    """The parts of the 'printed by' line, each kept whole when it wraps: where, the function,
+    the releases, each other project printing it; [] if unknown."""
     if not source or not source.get("repo"):
-        return None
+        return []
     w = TERMS.get(lang, TERMS["en"])
     kind = w.get(f"from.{source['repo']}")  # an entry citing docs, the kernel, a vendor tool
     where = (source.get("file") or "") if kind else f"{source['repo']} {source.get('file') or ''}".strip()
@@ -78,10 +75,56 @@ def source_line(source: dict | None, lang: str = "en") -> str | None:
     versions = _versions(source.get("versions"), lang)
     if versions:
         parts.append(versions)
-    text = ", ".join(parts) if lang == "en" else "，".join(parts)
     for also in source.get("also") or []:
-        text += f" ({w['also']} {also['repo']} {also['versions']})" if lang == "en" else f"（{w['also']} {also['repo']} {also['versions']}）"
-    return text
+        parts.append(f"({w['also']} {also['repo']} {also['versions']})" if lang == "en" else f"（{w['also']} {also['repo']} {also['versions']}）")
+    return parts
+
+
+def _join_parts(parts: list[str], lang: str) -> str:
+    out = ""
+    for part in parts:
+        if not out:
+            out = part
+        elif part[0] in "(（":
+            out += (" " if lang == "en" else "") + part
+        else:
+            out += ", " + part if lang == "en" else "，" + part
+    return out
+
+
+def source_line(source: dict | None, lang: str = "en") -> str | None:
+    """One line naming where a message is printed and in which releases; None if unknown.
+
+    "printed by NVIDIA/nccl src/transport/net_ib.cc:611, in ncclIbInit, v2.19.3-1–v2.27.7-1
+    (also RCCL rocm-5.0.0–rocm-6.2.2)"; the page builds the same sentence from the same JSON.
+    """
+    parts = source_parts(source, lang)
+    return _join_parts(parts, lang) if parts else None
+
+
+def wrap_source(source: dict | None, lang: str, width: int, hang: str = "  ") -> list[str]:
+    """The 'printed by' line wrapped to ``width``: breaks fall only between its parts ("函数
+    retrieveDesyncReport" and a release span stay whole), continuation lines hang by ``hang``;
+    a part wider than a line is wrapped on its own."""
+    parts = source_parts(source, lang)
+    lines: list[str] = []
+    current: list[str] = []
+    for part in parts:
+        room = width - (display_width(hang) if lines else 0)
+        if current and display_width(_join_parts(current + [part], lang)) > room:
+            text = _join_parts(current, lang) + ("" if part[0] in "(（" else ("," if lang == "en" else "，"))
+            lines.append(text)
+            current = [part]
+        else:
+            current.append(part)
+    if current:
+        lines.append(_join_parts(current, lang))
+    out: list[str] = []
+    for n, line in enumerate(lines):
+        room = width - (display_width(hang) if n else 0)
+        pieces = wrap_display(line, room) if display_width(line) > room else [line]
+        out += [(hang if n or k else "") + piece for k, piece in enumerate(pieces)]
+    return out
 
 
 _PROSE = re.compile(r"[A-Za-z]{2,}[ ,;]+[A-Za-z]{2,}[ ,;]+[A-Za-z]{2,}")

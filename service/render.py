@@ -8,7 +8,7 @@ the full explanation and the fields. The frame's words come from ``service.prese
 
 from __future__ import annotations
 
-from service.presentation import TERMS, display_width, severity_name, source_line, term, wrap_display
+from service.presentation import TERMS, display_width, severity_name, term, wrap_display, wrap_source
 
 SEVERITY_COLOURS = {"info": "36", "warning": "33", "error": "31", "fatal": "1;31"}
 INDENT = "  "
@@ -85,9 +85,7 @@ def render_answer(answer: dict, langs: tuple[str, ...] = ("en", "zh"), colour: b
         f"{term(lang0, 'confidence')} {answer['confidence']:.2f}",
     ]
     out += [f"{INDENT}{l}" for l in _wrap_items(meta, width - len(INDENT))]
-    where = source_line(answer.get("source"), lang0)
-    if where:
-        out += [f"{INDENT}{l}" for l in wrap_display(where, width - len(INDENT))]
+    out += [f"{INDENT}{l}" for l in wrap_source(answer.get("source"), lang0, width - len(INDENT))]
     if not verbose:
         out.append(_paint(f"{INDENT}{term(lang0, 'more')}", "2", colour))
     return "\n".join(out)

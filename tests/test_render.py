@@ -83,3 +83,24 @@ def test_a_short_command_in_backticks_stays_whole_and_no_character_is_left_alone
         lines = wrap_display(text, width)
         assert "".join(lines) .replace(" ", "") == text.replace(" ", "")
         assert len(lines) == 1 or len(lines[-1].rstrip("。")) > 1, (width, lines)
+
+
+def test_the_printed_by_line_breaks_only_between_its_parts_and_hangs():
+    """A zh review found '函数' left at a line end with the function name on the next line and a
+    release span alone: the parts stay whole, continuation lines are indented, nothing is lost."""
+    from service.presentation import display_width, source_line, wrap_source
+
+    source = {"repo": "NVIDIA/nccl", "file": "src/transport/net_ib.cc", "line": 611, "function": "ncclIbInitDevices",
+              "versions": "NCCL v2.19.3-1–v2.27.7-1", "also": [{"repo": "ROCm/rccl", "versions": "rocm-5.0.0–rocm-6.2.2"}]}
+    for lang in ("zh", "en"):
+        for width in (100, 70, 50, 40):
+            lines = wrap_source(source, lang, width)
+            assert all(display_width(l) <= width for l in lines), (lang, width, lines)
+            assert all(l.startswith("  ") for l in lines[1:]) and not lines[0].startswith(" ")
+            joined = "".join(l.strip() for l in lines)
+            assert joined.replace(" ", "") == source_line(source, lang).replace(" ", "")
+            body = "\n".join(lines)
+            assert "函数 ncclIbInitDevices" in body or "in ncclIbInitDevices" in body
+            assert "v2.19.3-1–v2.27.7-1" in body
+            assert width < 50 or "ROCm/rccl rocm-5.0.0" in body  # a part wider than the line wraps on its own
+    assert wrap_source(None, "zh", 80) == []

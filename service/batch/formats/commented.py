@@ -18,7 +18,7 @@ from typing import BinaryIO, Callable, Iterable
 import orjson
 
 from service.batch.answers import Annotated, Answer
-from service.presentation import severity_name, source_line, wrap_display
+from service.presentation import severity_name, wrap_display, wrap_source
 from service.batch.options import Options
 from service.batch.problems import Problem
 from service.batch.result import ChunkResult, Rendered, Run
@@ -112,9 +112,7 @@ def comment_lines(data: dict, langs: tuple[str, ...]) -> list[str]:
             lines += _wrapped("  ", summary)
         if data["action"]:
             lines += _wrapped("  → ", data["action"][lang])
-    where = source_line(data.get("source"), langs[0])
-    if where:
-        lines += _wrapped("  ", where)
+    lines += [f"#   {line}" for line in wrap_source(data.get("source"), langs[0], WIDTH)]
     return lines
 
 
