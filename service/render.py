@@ -8,6 +8,8 @@ the full explanation and the fields. The frame's words come from ``service.prese
 
 from __future__ import annotations
 
+import re
+
 from service.presentation import TERMS, display_width, severity_name, term, wrap_display, wrap_source
 
 SEVERITY_COLOURS = {"info": "36", "warning": "33", "error": "31", "fatal": "1;31"}
@@ -46,6 +48,16 @@ def _wrap_items(items: list[str], width: int, sep: str = " · ") -> list[str]:
     return lines
 
 
+def _shown_value(value) -> str:
+    """A field's value in the 'fields' row: one holding a space or a comma is quoted, so it does
+    not run into the next key=value ("lr='0.0003, 0.0003' mom=..."); an empty one shows as ''."""
+    text = "" if value is None else str(value)
+    if text and not re.search(r"[\s,]", text):
+        return text
+    quote = "'" if "'" not in text else '"'
+    return f"{quote}{text}{quote}"
+
+
 def render_answer(answer: dict, langs: tuple[str, ...] = ("en", "zh"), colour: bool = False, width: int = 100,
                   verbose: bool = False) -> str:
     out: list[str] = []
@@ -77,7 +89,7 @@ def render_answer(answer: dict, langs: tuple[str, ...] = ("en", "zh"), colour: b
         for lang in langs:
             out += _block(term(lang, "action"), answer["action"][lang], width, pad)
     if verbose and answer["fields"]:
-        shown = " ".join(f"{k}={v}" for k, v in answer["fields"].items())
+        shown = " ".join(f"{k}={_shown_value(v)}" for k, v in answer["fields"].items())
         out += _block(term(lang0, "fields"), shown, width, pad)
     meta = [
         answer["pattern_id"], answer["component"], term(lang0, f"role.{answer['role']}"),

@@ -104,3 +104,15 @@ def test_the_printed_by_line_breaks_only_between_its_parts_and_hangs():
             assert "v2.19.3-1–v2.27.7-1" in body
             assert width < 50 or "ROCm/rccl rocm-5.0.0" in body  # a part wider than the line wraps on its own
     assert wrap_source(None, "zh", 80) == []
+
+
+def test_a_field_value_with_spaces_or_commas_is_quoted_in_the_fields_row():
+    """'lr=0.0003, 0.0003 mom=(0.9, 0.999)' ran one value into the next (a zh review's note)."""
+    from service.render import render_answer
+
+    answer = {"line": "x", "known": True, "severity": "info", "title": {"en": "T", "zh": "T"}, "summary": None,
+              "explanation": {"en": "E", "zh": "E"}, "action": None, "pattern_id": "demo.x", "component": "demo",
+              "role": "context", "tier": "regex", "confidence": 0.99, "source": None,
+              "fields": {"lr": "0.0003, 0.0003", "mom": "(0.9, 0.999)", "step": "12", "note": "it's", "empty": ""}}
+    row = next(l for l in render_answer(answer, ("en",), verbose=True).splitlines() if "lr=" in l)
+    assert "lr='0.0003, 0.0003' mom='(0.9, 0.999)' step=12 note=it's empty=''" in row
