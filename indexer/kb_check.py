@@ -367,17 +367,17 @@ def check_unlinked_sites(ctx: CheckContext) -> Iterator[Finding]:
     answer: the entry that links it must win its example. (The fifth acceptance sample found
     patterns taking NCCL 2.28's Data Direct probe and Slurm 15.08.0's line without 'ON' while
     their text described another print site.)"""
+    from indexer.catalog.records import version_span
+
     curated = {i for i, l in enumerate(ctx.compiled) if not _is_record(l)}
     linkers: dict[str, set[str]] = defaultdict(set)
     for i in curated:
         for fid in ctx.compiled[i].entry.formats:
             linkers[fid].add(ctx.compiled[i].entry.id)
     unlinked: dict[int, list] = defaultdict(list)
-    for loaded in ctx.compiled:
-        if not _is_record(loaded):
-            continue
-        rec = loaded.entry
-        line = rec.examples[0].line if rec.examples else None
+    # every record, with text or awaiting it: a curated entry answers either one's lines
+    for rec in ctx.kb.records.values():
+        line = rec.example.line if rec.matchable else None
         if not line:
             continue
         hits = [h for h in ctx.patterns.matching(*_message_and_context(line)) if h in curated]
@@ -395,7 +395,7 @@ def check_unlinked_sites(ctx: CheckContext) -> Iterator[Finding]:
             unlinked[hits[0]].append(rec)
     for index, recs in unlinked.items():
         loaded = ctx.compiled[index]
-        shown = ", ".join(f"{r.id} ({r.versions or '?'})" for r in recs[:6]) + (f" and {len(recs) - 6} more" if len(recs) > 6 else "")
+        shown = ", ".join(f"{r.id} ({version_span(r.versions, r.repo)})" for r in recs[:6]) + (f" and {len(recs) - 6} more" if len(recs) > 6 else "")
         yield _finding(loaded, "unlinked-site",
                        f"answers the example of {len(recs)} catalogue record(s) it does not link: {shown}; "
                        f"link each whose print site the text holds for (read it there), else narrow the pattern "
@@ -766,6 +766,7 @@ CHECKS: list[Callable[[CheckContext], Iterable[Finding]]] = [
     check_versions_from_formats,
     check_oldest_read,
     check_other_releases,
+    check_unlinked_sites,
     check_verdicts,
     check_rendered,
     check_zh_style,

@@ -413,3 +413,38 @@ def test_a_span_starting_at_the_oldest_release_read_says_it_may_start_earlier(tm
     found = [f for f in findings_for(kb) if f.check == "versions"]
     assert [f.message for f in found] == [
         "OLDEST_READ['NVIDIA/nccl'] is 'v2.3.5-5' but the oldest release among its records is 'v2.4.2-1'"]
+
+
+def test_a_pattern_that_answers_another_print_site_must_link_it_or_leave_it(tmp_path):
+    """An entry's pattern that takes the example line of a catalogue record it does not link
+    speaks for a print site its text was not read against (the fifth acceptance sample: NCCL
+    2.28's Data Direct probe, Slurm 15.08.0's line without 'ON'). kb check names the entry and
+    the record; anchoring the pattern clears it; and where another entry links the record, that
+    entry has to be the one answering its line."""
+    import json
+
+    from indexer.catalog.build import Merged, to_record
+    from indexer.catalog.extract import nccl_file
+
+    occ = nccl_file("src/misc/affinity.cc", 'void f() { INFO(NCCL_INIT, "Proxy: Setting affinity for GPU %d to %s", gpu, mask); }')[0]
+    rec = to_record(Merged("nccl", "NVIDIA/nccl", occ.level, occ.pieces, True, occ.kind, occ, ["v2.20.3-1"]), {})
+    rec["example"] = {"line": "Proxy: Setting affinity for GPU 3 to ff", "constructed": True}
+    kb = tmp_path / "kb"
+    (kb / "catalog").mkdir(parents=True)
+    (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(rec) + "\n")
+
+    def findings(*entries):
+        (kb / "demo.yaml").write_text(yaml.safe_dump(list(entries), allow_unicode=True, sort_keys=False, width=200), encoding="utf-8")
+        return [f for f in findings_for(kb) if f.check == "unlinked-site"]
+
+    loose = mutated(pattern=VALID["pattern"].lstrip("^"))
+    found = findings(loose)
+    assert len(found) == 1 and found[0].entry_id == "demo.affinity" and rec["id"] in found[0].message
+    assert found[0].file.endswith("demo.yaml") and found[0].line > 1
+    assert findings(mutated(negatives=VALID["negatives"] + ["Proxy: Setting affinity for GPU 3 to ff"])) == []
+    owner = mutated(id="demo.reset", pattern=r"^Proxy: Setting affinity for GPU (?P<gpu>\d+) to (?P<mask>[0-9a-f,]+)$",
+                    examples=["h:1:2 [2] NCCL INFO Proxy: Setting affinity for GPU 3 to ff"], negatives=[],
+                    formats=[rec["id"]], versions="NCCL v2.20.3-1")
+    taken = findings(loose, owner)
+    assert len(taken) == 1 and taken[0].entry_id == "demo.affinity" and "demo.reset" in taken[0].message
+    assert findings(mutated(), owner) == []
