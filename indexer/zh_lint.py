@@ -53,6 +53,8 @@ _ENUM_IN_GRAMMAR = re.compile(r"(?:已|被)\s*\{(\w+)\}")
 # “” holds a Chinese phrase; log text, a value or an identifier inside it ("“RST: Yes” 表示")
 # reads as a Chinese quotation and keeps a stray space before the next Chinese word
 _LOG_IN_CJK_QUOTES = re.compile(rf"“[^“”{HAN}]*”")
+# log text with a Chinese stand-in for its variable part ("“zsh: <信号> …”") is still log text
+_PLACEHOLDERS_BLANKED = re.compile(r"<[^<>“”]*>")
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ def lint(text: str) -> list[Problem]:
         if re.search(f"[{HAN}]", piece) and not _NOTATION.search(piece):
             add("quotes", re.search(re.escape(f'"{piece}"'), text), "put Chinese phrases in “”, not ASCII quotes")
             break
-    add("log-quotes", _LOG_IN_CJK_QUOTES.search(text),
+    add("log-quotes", _LOG_IN_CJK_QUOTES.search(_PLACEHOLDERS_BLANKED.sub("<>", text)),
         "log text, values and identifiers go in ASCII quotes ('…') or backticks, not “”")
     for m in _ENUM_IN_GRAMMAR.finditer(text):
         if not m.group(1).endswith("_decoded"):

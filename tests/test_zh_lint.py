@@ -20,6 +20,7 @@ from test_kb_check import VALID, write_kb
     ("这一行(仅调试时打印)可以忽略", "这一行（仅调试时打印）可以忽略", "ascii-punct"),
     ('监控线程只记录"本会结束进程"', "监控线程只记录“本会结束进程”", "quotes"),
     ("驱动判定必须重置时打印“RST: Yes”", "驱动判定必须重置时打印 'RST: Yes'", "log-quotes"),
+    ("打印“nvidia-container-cli: initialization error: <NVML 错误>”表示", "打印 'nvidia-container-cli: initialization error: <NVML 错误>' 表示", "log-quotes"),
     ("失败时会有“CUDA error:”这一行", "失败时会有 `CUDA error:` 这一行", "log-quotes"),
     ("进程 {pid} 已 {status}", "进程 {pid} 异常结束（{status}）", "raw-value"),
     ("NCCL 内核卡住", "NCCL kernel 卡住", "term:NCCL 内核"),
