@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable, Hashable, Sequence
 from indexer import paths
 from indexer.calibration import REGEX_CONFIDENCE
 from indexer.catalog.records import pattern_tier, source_of
+from indexer.catalog.versions import version_key
 from indexer.compiled import compilable
 from indexer.kb_cache import load_kb_cached
 from indexer.kb_loader import KnowledgeBase
@@ -92,6 +93,10 @@ class SemanticBudget:
     @property
     def left(self) -> float:
         return self.seconds - self.spent
+
+
+# what a record's pattern holds besides its fixed text: groups, classes, escapes, operators
+_FIXED_TEXT = re.compile(r"\(\?P<\w+>(?:[^()]|\([^()]*\))*\)|\[[^\]]*\]|\\[sdwSDW]|[\\^$*+?(){}|.]")
 
 
 def _cached_size(text: str, near: Neighbours) -> int:
@@ -493,7 +498,11 @@ class Explainer:
         return {"repo": repo, "file": file, "line": None, "function": None, "versions": entry.versions, "record": None}
 
     def _printing_format(self, entry: PatternEntry, message: str):
-        """The linked record whose own pattern matches the message (patterns compiled once)."""
+        """The linked record that prints the message: of those whose own pattern matches it,
+        the one with the most fixed text (the wording that says most about this line: the
+        2.7 form over an older, looser one), then the newest release (the code as it is now,
+        when one format moved between lines or functions). Patterns compiled once."""
+        best, best_key = None, None
         for fid in entry.formats:
             rec = self.kb.record_for(fid, [])
             if rec is None:
@@ -505,8 +514,10 @@ class Explainer:
                 except Exception:
                     continue
             if rx.search(message):
-                return rec
-        return None
+                key = (len(_FIXED_TEXT.sub("", rec.pattern)), version_key(rec.versions[-1]) if rec.versions else ())
+                if best_key is None or key > best_key:
+                    best, best_key = rec, key
+        return best
 
     def _known(self, line, entry: PatternEntry, fields: dict[str, str], confidence: float, tier: str, candidates) -> dict:
         values = field_values(entry, fields)
