@@ -149,7 +149,10 @@ NO_LINE_START = set("，。；：、！？）》」』】〕〉”’…—．�
 NO_LINE_END = set("（《「『【〔〈“‘([{")
 _TOKENS = re.compile(r"[\u2e80-\uffef]|[^\s\u2e80-\uffef]+|\s+")
 # a short command in backticks stays on one line ("`nvidia-smi -q | grep -A8 Fabric`")
-_SPANNED = re.compile(r"`[^`\n]+`|[\u2e80-\uffef]|[^\s\u2e80-\uffef`]+|`|\s+")
+# a number and its unit stay on one line ("1.2 GB/s", "0.095 毫秒", "8 个")
+_NUMBER_UNIT = (r"\d[\d.,:/x×]*[ \u00a0](?:[KMGTPE]i?B(?:/s)?|[KMG]b(?:/s|ps)|B|bytes|[mun]s|µs|s|[MG]Hz|W|%"
+                r"|毫秒|微秒|纳秒|秒|分钟|小时|天|字节|个|次|块|步|条)(?![A-Za-z0-9/])")
+_SPANNED = re.compile(r"`[^`\n]+`|" + _NUMBER_UNIT + r"|[\u2e80-\uffef]|[^\s\u2e80-\uffef`]+|`|\s+")
 
 
 def _tokens(text: str, width: int) -> list[str]:

@@ -1,5 +1,7 @@
 """Terminal rendering: lines fit the width in display columns, Chinese included."""
 
+import re
+
 from service.render import _width, wrap_display
 
 
@@ -116,3 +118,13 @@ def test_a_field_value_with_spaces_or_commas_is_quoted_in_the_fields_row():
               "fields": {"lr": "0.0003, 0.0003", "mom": "(0.9, 0.999)", "step": "12", "note": "it's", "empty": ""}}
     row = next(l for l in render_answer(answer, ("en",), verbose=True).splitlines() if "lr=" in l)
     assert "lr='0.0003, 0.0003' mom='(0.9, 0.999)' step=12 note=it's empty=''" in row
+
+
+def test_a_number_stays_on_the_line_of_its_unit():
+    """A zh review saw '1.200000/1.200000' end one line and 'GB/s' start the next."""
+    text = "带宽 1.200000/1.200000 GB/s，耗时 0.095 毫秒，共 8 个 rank 参与；bandwidth 12.5 GB/s and 3 ms later"
+    for width in range(20, 60):
+        lines = wrap_display(text, width)
+        for line in lines:
+            assert not re.match(r"^(?:GB/s|毫秒|个|ms)", line.strip()), (width, lines)
+        assert "".join(lines).replace(" ", "") == text.replace(" ", "")
