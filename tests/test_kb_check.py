@@ -337,6 +337,13 @@ def test_a_record_of_the_same_message_in_other_releases_must_be_linked(tmp_path)
         return [f for f in findings_for(kb) if f.check == "formats"]
 
     late = findings(mutated(formats=[new["id"]], versions="NCCL v2.4.2-1–v2.30.7-1"))
+    # a constructed example with stand-in values the entry's pattern refuses ("GPU 3 to mask")
+    # does not hide the older record: its own pattern takes the entry's example
+    old["example"] = {"line": "Setting affinity for GPU 3 to mask", "constructed": True}
+    (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(new) + "\n" + json.dumps(old) + "\n")
+    assert [f.message for f in findings(mutated(formats=[new["id"]], versions="NCCL v2.4.2-1–v2.30.7-1"))] == [late[0].message]
+    old["example"] = {"line": "Setting affinity for GPU 3 to ff", "constructed": True}
+    (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(new) + "\n" + json.dumps(old) + "\n")
     assert len(late) == 1 and old["id"] in late[0].message and "NCCL ≤v2.3.5-5–v2.30.7-1" in late[0].message
     assert late[0].file.endswith("demo.yaml") and late[0].line > 1
     assert findings(mutated(formats=[new["id"], old["id"]], versions="NCCL ≤v2.3.5-5–v2.30.7-1")) == []
@@ -448,3 +455,12 @@ def test_a_pattern_that_answers_another_print_site_must_link_it_or_leave_it(tmp_
     taken = findings(loose, owner)
     assert len(taken) == 1 and taken[0].entry_id == "demo.affinity" and "demo.reset" in taken[0].message
     assert findings(mutated(), owner) == []
+    # a record too loose to answer on its own (not matchable) still prints a message with words
+    rec["matchable"] = False
+    (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(rec) + "\n")
+    assert len(findings(loose)) == 1
+    # ... but a rule or bare placeholders are no message
+    rule = dict(rec, id="nccl.affinity.rule", format="{gpu}: {mask}", pattern=r"^(?P<gpu>\d+): (?P<mask>.*)$",
+                example={"line": "3: ff", "constructed": True})
+    (kb / "catalog" / "nccl.jsonl").write_text(json.dumps(rule) + "\n")
+    assert findings(mutated(pattern=r"(?P<gpu>\d+): (?P<mask>[0-9a-f,]+)$", negatives=[])) == []
