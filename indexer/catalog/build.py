@@ -116,7 +116,10 @@ def to_record(m: Merged, texts: dict[str, dict]) -> dict:
     # by id; else by place, for a record whose id changed because the extractor now reads its
     # format or level better (the text was written for the call at that line, not its id);
     # else by its level and format, for one whose newest call is now in a file read since
-    text = texts.get(rid) or _by_place(texts.get(("at", m.component, m.first.file, m.first.line)), groups) \
+    at = texts.get(("at", m.component, m.first.file, m.first.line))
+    if at and not _same_words(at.get("_format"), fmt):
+        at = None  # another message now printed at that line number (PyTorch 2.12's abort at 2.6's dump line)
+    text = texts.get(rid) or _by_place(at, groups) \
         or _by_place(texts.get(("said", m.component, m.level, fmt)), groups) or {}
     borrowed = text.get("_owner") not in (None, rid)  # another record's text, by place or wording
     level_severity = {
@@ -214,6 +217,18 @@ def _matches_after_normalizing(pattern: str, line: str) -> bool:
         return False
 
 
+def _same_words(a: str | None, b: str | None) -> bool:
+    """Two formats say the same message when most words of their fixed text are shared (a
+    placeholder renamed, a word fixed): a text written for one is the other's too. A format
+    without words says nothing either way."""
+    def words(fmt: str | None) -> set[str]:
+        return set(re.findall(r"[A-Za-z]{3,}", re.sub(r"\{[^{}]*\}", " ", fmt or "").lower()))
+    wa, wb = words(a), words(b)
+    if not wa or not wb:
+        return True
+    return len(wa & wb) * 2 >= max(len(wa), len(wb))
+
+
 def load_texts(path: Path) -> dict[str, dict]:
     """Texts already written for a catalogue file, by record id."""
     texts: dict[str, dict] = {}
@@ -226,6 +241,7 @@ def load_texts(path: Path) -> dict[str, dict]:
         keep = {k: rec.get(k) for k in ("title", "explanation", "action", "severity", "role", "unrelated",
                                              "unrelated_lines") if rec.get(k)}
         keep["_owner"] = rec["id"]
+        keep["_format"] = rec.get("format")
         ex = rec.get("example") or {}
         if ex and ex.get("line"):
             keep["example_kept"] = (ex["line"], bool(ex.get("constructed")))
