@@ -92,6 +92,23 @@ def duration_s(value: str) -> Decoded:
     return _human_seconds(float(value.replace(",", "")))
 
 
+_TIMEDELTA = re.compile(r"^\s*(?:(-?\d+) days?, )?(\d+):(\d\d):(\d\d(?:\.\d+)?)\s*$")
+
+
+def timedelta(value: str) -> Decoded:
+    """Python's ``str(timedelta)``: "0:30:00" is 30 min, "1 day, 0:00:00" 24 h (a Chinese reader
+    gets 分钟/小时, not the English "day" in a sentence)."""
+    m = _TIMEDELTA.match(value)
+    if not m:
+        raise ValueError(f"not a timedelta: {value!r}")
+    days, h, mnt, sec = m.groups()
+    total = int(days or 0) * 86400 + int(h) * 3600 + int(mnt) * 60 + float(sec)
+    if total >= 86400 and total % 86400 == 0:
+        n = int(total // 86400)
+        return (f"{n} day{'s' if n != 1 else ''}", f"{n} 天")
+    return _human_seconds(total)
+
+
 _TREE = re.compile(r"\[(\d+)\]\s*(-?\d+)/(-?\d+)/(-?\d+)->(-?\d+)->(-?\d+)")
 
 
@@ -158,6 +175,7 @@ DECODERS: dict[str, Callable[[str], Decoded]] = {
     "bytes": byte_count,
     "duration_ms": duration_ms,
     "duration_s": duration_s,
+    "timedelta": timedelta,
     "nccl_trees": nccl_trees,
     "rank_list": rank_list,
     "cuda_version": cuda_version,

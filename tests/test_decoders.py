@@ -107,3 +107,19 @@ def test_a_value_ending_in_a_period_does_not_double_the_sentence_end():
     assert duration_s("0.0007624626159667969") == ("0.76 ms", "0.76 毫秒")
     assert duration_s("12.84") == ("12.84 s", "12.84 秒")
     assert duration_s("1e-09") == ("<0.001 ms", "不到 0.001 毫秒")
+
+
+def test_a_python_timedelta_reads_as_minutes_hours_or_days():
+    """str(timedelta) puts the English "day" into a Chinese sentence ("等了 1 day, 0:00:00",
+    the seventh zh review's poor entry); decoded, it reads 1 天 / 30 分钟."""
+    import pytest
+
+    from indexer.decoders import timedelta
+
+    assert timedelta("0:30:00") == ("30 min", "30 分钟")
+    assert timedelta("1 day, 0:00:00") == ("1 day", "1 天")
+    assert timedelta("2 days, 0:00:00") == ("2 days", "2 天")
+    assert timedelta("2 days, 3:00:00") == ("51 h", "51 小时")
+    assert timedelta("0:00:05.500000") == ("5.5 s", "5.5 秒")
+    with pytest.raises(ValueError):
+        timedelta("30 minutes")
