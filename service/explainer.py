@@ -208,7 +208,7 @@ class Explainer:
         self.cache_limit_bytes = cache_bytes
         # Set by a server: never-seen lines of concurrent requests are encoded together, fairly.
         self.scheduler: EncodeScheduler | None = None
-        self._format_rx: dict[str, object] = {}
+        self._format_rx: dict[str, tuple] = {}  # format id -> (compiled pattern, its rank as a print site)
         self._last_hits: tuple[str, dict, tuple[int, ...], bool] | None = None  # _hits' last question
         # Set by a batch run: the embedding time it may spend (None: no limit).
         self.semantic_budget: SemanticBudget | None = None
@@ -507,14 +507,15 @@ class Explainer:
             rec = self.kb.record_for(fid, [])
             if rec is None:
                 continue
-            rx = self._format_rx.get(fid)
-            if rx is None:
+            compiled = self._format_rx.get(fid)
+            if compiled is None:
                 try:
-                    rx = self._format_rx[fid] = compile_pattern(rec.pattern)
+                    rank = (len(_FIXED_TEXT.sub("", rec.pattern)), version_key(rec.versions[-1]) if rec.versions else ())
+                    compiled = self._format_rx[fid] = (compile_pattern(rec.pattern), rank)
                 except Exception:
                     continue
+            rx, key = compiled
             if rx.search(message):
-                key = (len(_FIXED_TEXT.sub("", rec.pattern)), version_key(rec.versions[-1]) if rec.versions else ())
                 if best_key is None or key > best_key:
                     best, best_key = rec, key
         return best
